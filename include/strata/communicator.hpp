@@ -1,0 +1,93 @@
+// The C++ entry point: a communicator over a fixed set of ranks.
+//
+//   auto comm = strata::Communicator::from_env();          // STRATA_*, torchrun, MPI, Slurm
+//   comm.allreduce(buf, buf, n, strata::DataType::f32, strata::ReduceOp::sum).wait();
+//
+// Every collective returns at once with a Work; operations run in issue order on the
+// communicator's progress engine, and several may be outstanding. Buffers must stay
+// valid until the Work completes. Arguments are checked before anything is queued.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "strata/options.hpp"
+#include "strata/types.hpp"
+#include "strata/work.hpp"
+
+namespace strata {
+
+namespace detail {
+class CommImpl;
+}
+
+// Where a rank runs. Filled from STRATA_REGION / _CLUSTER / _RACK / _HOST at creation
+// and published to every rank; local_rank counts ranks with the same host before it.
+struct Locality {
+  std::string region;
+  std::string cluster;
+  std::string rack;
+  std::string host;
+  int local_rank = 0;
+};
+
+// Opaque bootstrap address in the shape of ncclUniqueId: created once (by the rank that
+// will be rank 0, or any process that then stays alive), shared out of band.
+struct UniqueId {
+  std::array<char, 128> bytes{};
+  static UniqueId create();  // starts a rendezvous store in this process
+  std::string root() const;  // "host:port"
+};
+
+class Communicator {
+ public:
+  // Rank and size from STRATA_RANK/STRATA_WORLD_SIZE/STRATA_ROOT, then torchrun's
+  // RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, then Open MPI's and Slurm's variables.
+  static Communicator from_env(const CommOptions& opts = {});
+
+  // root is "host:port" of the rendezvous store; rank 0 serves it.
+  Communicator(int rank, int size, const std::string& root, const CommOptions& opts = {});
+  Communicator(const UniqueId& id, int rank, int size, const CommOptions& opts = {});
+
+  Communicator(Communicator&&) noexcept;
+  Communicator& operator=(Communicator&&) noexcept;
+  ~Communicator();
+
+  int rank() const;
+  int size() const;
+  const Locality& locality(int rank) const;
+  TransportKind transport() const;
+  std::chrono::milliseconds timeout() const;
+
+  // recv may equal send (in place). count is per rank for all operations below except
+  // reduce_scatter (recvcount: send holds size()*recvcount) and allgather (sendcount:
+  // recv holds size()*sendcount).
+  Work allreduce(const void* send, void* recv, std::size_t count, DataType dt, ReduceOp op,
+                 const CallOptions& o = {});
+  Work reduce_scatter(const void* send, void* recv, std::size_t recvcount, DataType dt,
+                      ReduceOp op, const CallOptions& o = {});
+  Work allgather(const void* send, void* recv, std::size_t sendcount, DataType dt,
+                 const CallOptions& o = {});
+  // send is read on root only; recv is written on every rank (on root too).
+  Work broadcast(const void* send, void* recv, std::size_t count, DataType dt, int root,
+                 const CallOptions& o = {});
+  // recv is written on root only and may be null elsewhere.
+  Work reduce(const void* send, void* recv, std::size_t count, DataType dt, ReduceOp op,
+              int root, const CallOptions& o = {});
+  Work barrier(const CallOptions& o = {});
+
+  // Point to point: sends to one peer are matched by that peer's receives in order.
+  Work send(const void* buf, std::size_t count, DataType dt, int peer, const CallOptions& o = {});
+  Work recv(void* buf, std::size_t count, DataType dt, int peer, const CallOptions& o = {});
+
+  // Fails every outstanding and future operation with AbortedError; thread-safe.
+  void abort();
+
+ private:
+  explicit Communicator(std::unique_ptr<detail::CommImpl> impl);
+  std::unique_ptr<detail::CommImpl> impl_;
+};
+
+}  // namespace strata

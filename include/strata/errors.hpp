@@ -1,0 +1,52 @@
+// Exceptions thrown by the C++ API. Every message names the collective, its sequence
+// number and the ranks involved where those are known; the C ABI maps each class to a code.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace strata {
+
+enum class ErrorCode : int {
+  ok = 0,
+  invalid_argument = 1,  // bad input detected before anything was sent; comm still usable
+  mismatch = 2,          // ranks called different collectives at the same sequence number
+  timeout = 3,           // a peer did not answer before the deadline
+  aborted = 4,           // abort() was called, locally or by a failed earlier collective
+  transport = 5,         // a connection failed or a message did not fit its receive buffer
+  internal = 6,
+};
+
+const char* to_string(ErrorCode c);
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+class InvalidArgument : public Error {
+ public:
+  explicit InvalidArgument(const std::string& w) : Error(ErrorCode::invalid_argument, w) {}
+};
+class MismatchError : public Error {
+ public:
+  explicit MismatchError(const std::string& w) : Error(ErrorCode::mismatch, w) {}
+};
+class TimeoutError : public Error {
+ public:
+  explicit TimeoutError(const std::string& w) : Error(ErrorCode::timeout, w) {}
+};
+class AbortedError : public Error {
+ public:
+  explicit AbortedError(const std::string& w) : Error(ErrorCode::aborted, w) {}
+};
+class TransportError : public Error {
+ public:
+  explicit TransportError(const std::string& w) : Error(ErrorCode::transport, w) {}
+};
+
+}  // namespace strata

@@ -1,0 +1,25 @@
+// Options for creating a communicator and for individual calls.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace strata {
+
+enum class TransportKind { automatic, ucx, tcp };
+
+const char* to_string(TransportKind k);
+
+struct CommOptions {
+  // automatic: STRATA_TRANSPORT, else UCX.
+  TransportKind transport = TransportKind::automatic;
+  // Zero means STRATA_TIMEOUT_S. Applies to bootstrap and to every collective.
+  std::chrono::milliseconds timeout{0};
+};
+
+struct CallOptions {
+  // Zero means the communicator's timeout.
+  std::chrono::milliseconds timeout{0};
+};
+
+}  // namespace strata

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages strata needs, only those that are missing.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ pkg-config libboost-dev libboost-system-dev libprotobuf-dev
+      protobuf-compiler libucx-dev ucx-utils libgtest-dev libgmock-dev libbenchmark-dev
+      libcli11-dev libssl-dev libgloo-dev openmpi-bin libopenmpi-dev iperf3 iproute2 python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup-deps: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+fi

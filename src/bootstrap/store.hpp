@@ -1,0 +1,55 @@
+// Key-value rendezvous used at communicator creation: ranks publish their locality and
+// transport addresses and read everyone else's. Rank 0 (or UniqueId::create) serves it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata::bootstrap {
+
+using Clock = std::chrono::steady_clock;
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  // Blocks until every key exists. On timeout throws TimeoutError listing the missing
+  // keys (callers name keys after ranks, so the error names the absent ranks).
+  virtual std::vector<std::string> get(const std::vector<std::string>& keys,
+                                       Clock::time_point deadline) = 0;
+  std::string get(const std::string& key, Clock::time_point deadline) {
+    return get(std::vector<std::string>{key}, deadline).front();
+  }
+  // Atomically adds delta and returns the new value.
+  virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
+};
+
+// Prefixes every key, so several communicators can share one store.
+class PrefixStore : public Store {
+ public:
+  PrefixStore(std::shared_ptr<Store> inner, std::string prefix)
+      : inner_(std::move(inner)), prefix_(std::move(prefix)) {}
+  void set(const std::string& key, const std::string& value) override {
+    inner_->set(prefix_ + key, value);
+  }
+  std::vector<std::string> get(const std::vector<std::string>& keys,
+                               Clock::time_point deadline) override {
+    std::vector<std::string> full;
+    full.reserve(keys.size());
+    for (const auto& k : keys) full.push_back(prefix_ + k);
+    return inner_->get(full, deadline);
+  }
+  std::int64_t add(const std::string& key, std::int64_t delta) override {
+    return inner_->add(prefix_ + key, delta);
+  }
+  using Store::get;
+
+ private:
+  std::shared_ptr<Store> inner_;
+  std::string prefix_;
+};
+
+}  // namespace strata::bootstrap

@@ -1,0 +1,25 @@
+// Creates the transport a communicator asked for. Each implementation publishes its
+// address under "<name>/<rank>" in the store and reads everyone else's.
+#pragma once
+
+#include <memory>
+
+#include "bootstrap/store.hpp"
+#include "strata/options.hpp"
+#include "transport/transport.hpp"
+
+namespace strata::transport {
+
+std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Store& store,
+                                              Clock::time_point deadline);
+std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
+                                              Clock::time_point deadline);
+
+inline std::unique_ptr<Transport> make_transport(TransportKind kind, int rank, int size,
+                                                 bootstrap::Store& store,
+                                                 Clock::time_point deadline) {
+  return kind == TransportKind::tcp ? make_tcp_transport(rank, size, store, deadline)
+                                    : make_ucx_transport(rank, size, store, deadline);
+}
+
+}  // namespace strata::transport

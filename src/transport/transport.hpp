@@ -1,0 +1,80 @@
+// The point-to-point seam every algorithm talks through.
+//
+// A Transport connects one rank to all others of a world. Messages are matched by
+// (source rank, tag); messages with the same (source, tag) are matched in the order they
+// were sent, so a collective may reuse one tag for a whole stream of chunks.
+//
+// Threading: one thread (the communicator's progress engine) calls everything except
+// abort(), which any thread may call. Nothing progresses unless that thread calls
+// progress() or wait_event(); algorithms only ever block through wait() below.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace strata::transport {
+
+// Only the low kTagBits bits are significant; see tags.hpp for the layout.
+using Tag = std::uint64_t;
+inline constexpr int kTagBits = 40;
+
+using Clock = std::chrono::steady_clock;
+
+class Request {
+ public:
+  virtual ~Request() = default;
+  // True once the operation completed or failed; error() tells which.
+  virtual bool done() const = 0;
+  // Empty while pending or on success.
+  virtual const std::string& error() const = 0;
+  // Bytes actually received (receives) or sent (sends); valid once done.
+  virtual std::size_t bytes() const = 0;
+  int peer() const { return peer_; }
+
+ protected:
+  explicit Request(int peer) : peer_(peer) {}
+
+ private:
+  int peer_;
+};
+
+using RequestPtr = std::shared_ptr<Request>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual const char* name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // The buffer must stay untouched (send) or unread (recv) until the request is done.
+  // A receive fails if the matched message is larger than `capacity`.
+  // Sending to yourself is allowed and matched like any other message.
+  virtual RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) = 0;
+  virtual RequestPtr irecv(int peer, Tag tag, void* buf, std::size_t capacity) = 0;
+
+  // Advances communication without blocking; returns true if anything happened.
+  virtual bool progress() = 0;
+  // Blocks until something may have happened, at most `max`. May return early.
+  virtual void wait_event(std::chrono::microseconds max) = 0;
+
+  // Thread-safe. Pending and future requests fail; wait_event returns promptly.
+  virtual void abort(const std::string& why) = 0;
+  virtual bool aborted() const = 0;
+};
+
+// Waits for every request, driving progress: spins briefly (latency), then sleeps in
+// wait_event (fairness when ranks outnumber cores). Throws TransportError on a failed
+// request, AbortedError after abort, and returns false if the deadline passes first.
+bool wait_all(Transport& t, std::span<const RequestPtr> reqs, Clock::time_point deadline);
+inline bool wait(Transport& t, const RequestPtr& r, Clock::time_point deadline) {
+  return wait_all(t, std::span<const RequestPtr>(&r, 1), deadline);
+}
+
+}  // namespace strata::transport
