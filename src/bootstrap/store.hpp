@@ -46,6 +46,7 @@ class PrefixStore : public Store {
     return inner_->add(prefix_ + key, delta);
   }
   using Store::get;
+  Store* inner() const { return inner_.get(); }
 
  private:
   std::shared_ptr<Store> inner_;

@@ -1,0 +1,28 @@
+// Who am I and where is the rendezvous: read from the launcher's environment.
+#pragma once
+
+#include <string>
+
+#include "strata/communicator.hpp"
+
+namespace strata::bootstrap {
+
+struct LaunchInfo {
+  int rank = -1;
+  int size = 0;
+  std::string root;    // host:port of the rendezvous store
+  std::string source;  // which launcher's variables were used, for messages
+};
+
+// STRATA_RANK/STRATA_WORLD_SIZE/STRATA_ROOT, then torchrun (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT), then Open MPI (OMPI_COMM_WORLD_RANK/_SIZE), then Slurm
+// (SLURM_PROCID/SLURM_NTASKS). MPI and Slurm do not carry a rendezvous address, so those
+// need STRATA_ROOT or MASTER_ADDR/MASTER_PORT as well. Throws InvalidArgument saying
+// which variable is missing or malformed.
+LaunchInfo discover_launch();
+
+// This process's locality from STRATA_REGION/_CLUSTER/_RACK/_HOST (host defaults to the
+// hostname); local_rank is filled in later from everyone's records.
+Locality local_locality();
+
+}  // namespace strata::bootstrap

@@ -1,0 +1,49 @@
+// The rendezvous store over TCP: a server (run by rank 0, or by UniqueId::create) and a
+// client every rank uses. Messages are bootstrap.proto's StoreRequest/StoreResponse.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bootstrap/store.hpp"
+
+namespace strata::bootstrap {
+
+// "host:port" → parts; throws InvalidArgument naming `what` when malformed.
+std::pair<std::string, std::uint16_t> split_host_port(const std::string& addr,
+                                                      const std::string& what);
+
+class StoreServer {
+ public:
+  // Binds host:port (port 0 picks a free one) and serves on a thread of its own.
+  StoreServer(const std::string& host, std::uint16_t port);
+  ~StoreServer();
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+  std::uint16_t port() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class TcpStore : public Store {
+ public:
+  // Retries the connection until `deadline`: the server may start after the client.
+  TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline);
+  ~TcpStore() override;
+  void set(const std::string& key, const std::string& value) override;
+  std::vector<std::string> get(const std::vector<std::string>& keys,
+                               Clock::time_point deadline) override;
+  std::int64_t add(const std::string& key, std::int64_t delta) override;
+  using Store::get;
+  // The local address of the connection to the server: the interface peers can reach.
+  std::string local_address() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::bootstrap

@@ -1,0 +1,39 @@
+// The flat algorithms, each over one Group. Counts are in elements of dt. All ranks of
+// the group call the same function with the same arguments (the fingerprint check
+// enforces it); `send` may equal `recv` where an operation allows in-place use.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/context.hpp"
+#include "strata/types.hpp"
+
+namespace strata::collectives {
+
+// Ring: reduce-scatter then allgather, pipelined in chunks of ctx.chunk_bytes().
+void ring_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                    std::size_t count, DataType dt, ReduceOp op);
+// send holds g.size() blocks of recvcount; rank i of the group keeps block i.
+void ring_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+                         std::size_t recvcount, DataType dt, ReduceOp op);
+// recv holds g.size() blocks of sendcount; block i comes from rank i of the group.
+void ring_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+                    std::size_t sendcount, DataType dt);
+// Reduce-scatter to every rank, then each rank sends its block to the root.
+void ring_reduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
+                 DataType dt, ReduceOp op, int root);
+// Pipelined chain from the root: chunk c moves on as soon as it arrives.
+void chain_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
+                     std::size_t count, DataType dt, int root);
+
+// Latency-optimal variants for small messages (log p steps).
+void recursive_doubling_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                                  std::size_t count, DataType dt, ReduceOp op);
+void binomial_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
+                        std::size_t count, DataType dt, int root);
+void binomial_reduce(Context& ctx, const Group& g, const void* send, void* recv,
+                     std::size_t count, DataType dt, ReduceOp op, int root);
+// Dissemination barrier: ceil(log2 p) rounds of empty messages.
+void dissemination_barrier(Context& ctx, const Group& g);
+
+}  // namespace strata::collectives

@@ -1,0 +1,15 @@
+#include "collectives/algorithms.hpp"
+#include "collectives/patterns.hpp"
+
+namespace strata::collectives {
+
+void dissemination_barrier(Context& ctx, const Group& g) {
+  const int p = g.size();
+  for (int d = 1; d < p; d <<= 1) {
+    const auto r = ctx.recv(g.rank(mod(g.me - d, p)), Channel::data, nullptr, 0);
+    const auto s = ctx.send(g.rank(mod(g.me + d, p)), Channel::data, nullptr, 0);
+    ctx.wait_all({r, s});
+  }
+}
+
+}  // namespace strata::collectives

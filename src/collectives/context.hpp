@@ -1,0 +1,75 @@
+// What an algorithm sees while it runs one collective: the group it works in, tagged
+// send/recv restricted to this collective's tag space, waits that enforce the deadline
+// and the cross-rank consistency check, and reusable scratch memory.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/tags.hpp"
+#include "transport/transport.hpp"
+
+namespace strata::collectives {
+
+using transport::Channel;
+using transport::Clock;
+using transport::RequestPtr;
+
+// The ranks one algorithm runs over, in the order the algorithm uses; `me` indexes it.
+struct Group {
+  std::vector<int> ranks;
+  int me = 0;
+  int size() const { return static_cast<int>(ranks.size()); }
+  int rank(int i) const { return ranks[static_cast<std::size_t>(i)]; }
+  static Group world(int rank, int size);
+};
+
+// Growable buffers that survive across collectives, so large operations do not fault in
+// fresh pages every call. Owned by one communicator, used by its engine thread only.
+class Scratch {
+ public:
+  void* get(int slot, std::size_t bytes);
+
+ private:
+  struct Block {
+    std::unique_ptr<char[]> data;
+    std::size_t size = 0;
+  };
+  Block blocks_[4];
+};
+
+class Context {
+ public:
+  struct Params {
+    transport::Transport* transport = nullptr;
+    std::uint64_t seq = 0;
+    Clock::time_point deadline{};
+    Scratch* scratch = nullptr;
+    std::size_t chunk_bytes = 1 << 20;
+    std::string what;                 // "allreduce #12 (f32 x 1000, sum)", for errors
+    std::function<void(bool)> guard;  // throws on a detected mismatch; arg: final check
+  };
+  explicit Context(Params p) : p_(std::move(p)) {}
+
+  // Peers are transport ranks (use Group::rank to translate).
+  RequestPtr send(int peer, Channel ch, const void* buf, std::size_t bytes);
+  RequestPtr recv(int peer, Channel ch, void* buf, std::size_t bytes);
+  void wait(const RequestPtr& r);
+  void wait_all(const std::vector<RequestPtr>& rs);
+  // Waits until at least `r` is done, also failing on mismatch; returns its byte count.
+  std::size_t wait_bytes(const RequestPtr& r);
+  // After a completed receive: a short message means the sender disagreed about sizes.
+  void expect_bytes(const RequestPtr& r, std::size_t bytes);
+
+  void* scratch(int slot, std::size_t bytes) { return p_.scratch->get(slot, bytes); }
+  std::size_t chunk_bytes() const { return p_.chunk_bytes; }
+  const std::string& what() const { return p_.what; }
+  int my_rank() const { return p_.transport->rank(); }
+
+ private:
+  Params p_;
+};
+
+}  // namespace strata::collectives

@@ -1,0 +1,22 @@
+// Picks the flat algorithm for one collective over one group and runs it. This is where
+// the cost-model selector plugs in; today it is a single size threshold.
+#pragma once
+
+#include "collectives/context.hpp"
+#include "strata/types.hpp"
+
+namespace strata::collectives {
+
+struct CollArgs {
+  CollectiveKind kind = CollectiveKind::barrier;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t count = 0;  // per-rank count, as in the public API
+  DataType dtype = DataType::u8;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;           // group index
+};
+
+void run_collective(Context& ctx, const Group& g, const CollArgs& a);
+
+}  // namespace strata::collectives

@@ -1,0 +1,186 @@
+// Ring reduce-scatter and allgather, and the collectives built from them.
+//
+// Both phases are pipelined in chunks: a chunk received and reduced at step k is sent on
+// at step k+1 at once, so a step does not wait for the whole previous one. Receives of
+// step k+2 reuse step k's staging slot chunk by chunk, which keeps FIFO order per tag.
+#include <cstring>
+
+#include "collectives/algorithms.hpp"
+#include "collectives/patterns.hpp"
+#include "collectives/reduce_kernels.hpp"
+
+namespace strata::collectives {
+
+namespace {
+
+struct Layout {
+  std::size_t n = 0;       // elements over all segments
+  int p = 1;
+  std::size_t esz = 1;
+  std::size_t chunks = 1;  // per segment, equal for every segment
+  std::size_t stride = 0;  // elements reserved per chunk in a staging slot
+
+  Layout(std::size_t n_, int p_, DataType dt, std::size_t chunk_bytes)
+      : n(n_), p(p_), esz(dtype_size(dt)) {
+    const std::size_t max_seg = piece_size(n, static_cast<std::size_t>(p), 0);
+    chunks = chunk_count(max_seg, esz, chunk_bytes);
+    stride = (max_seg + chunks - 1) / chunks;
+  }
+  std::size_t seg_begin(int s) const { return piece_begin(n, static_cast<std::size_t>(p), static_cast<std::size_t>(s)); }
+  std::size_t seg_size(int s) const { return piece_size(n, static_cast<std::size_t>(p), static_cast<std::size_t>(s)); }
+  // Offset and length (elements) of chunk c within segment s.
+  std::size_t chunk_off(int s, std::size_t c) const { return piece_begin(seg_size(s), chunks, c); }
+  std::size_t chunk_len(int s, std::size_t c) const { return piece_size(seg_size(s), chunks, c); }
+};
+
+// Leaves the fully reduced segment ring_rs_final_seg(me, shift) at out(that segment).
+// out(s) is where segment s's partial sums go; each segment is written once per rank.
+template <class Out>
+void reduce_scatter_core(Context& ctx, const Group& g, const char* send, const Layout& L,
+                         DataType dt, ReduceOp op, int shift, Out out) {
+  const int p = g.size(), me = g.me;
+  const std::size_t C = L.chunks, esz = L.esz;
+  char* slot[2] = {static_cast<char*>(ctx.scratch(0, C * L.stride * esz)),
+                   static_cast<char*>(ctx.scratch(1, C * L.stride * esz))};
+  const int next = g.rank(mod(me + 1, p)), prev = g.rank(mod(me - 1, p));
+  std::vector<RequestPtr> recvs(static_cast<std::size_t>(p - 1) * C);
+  std::vector<RequestPtr> sends;
+  sends.reserve(recvs.size());
+
+  auto post_recv = [&](int k, std::size_t c) {
+    const int s = ring_rs_recv_seg(me, shift, k, p);
+    recvs[static_cast<std::size_t>(k) * C + c] =
+        ctx.recv(prev, Channel::data, slot[k % 2] + c * L.stride * esz, L.chunk_len(s, c) * esz);
+  };
+  auto post_send = [&](int k, std::size_t c, const char* seg_base) {
+    const int s = ring_rs_send_seg(me, shift, k, p);
+    sends.push_back(ctx.send(next, Channel::data, seg_base + L.chunk_off(s, c) * esz,
+                             L.chunk_len(s, c) * esz));
+  };
+
+  for (int k = 0; k < std::min(2, p - 1); ++k)
+    for (std::size_t c = 0; c < C; ++c) post_recv(k, c);
+  const int first = ring_rs_send_seg(me, shift, 0, p);
+  for (std::size_t c = 0; c < C; ++c) post_send(0, c, send + L.seg_begin(first) * esz);
+
+  for (int k = 0; k < p - 1; ++k) {
+    const int s = ring_rs_recv_seg(me, shift, k, p);
+    char* dst = out(s);
+    const char* mine = send + L.seg_begin(s) * esz;
+    for (std::size_t c = 0; c < C; ++c) {
+      const auto& r = recvs[static_cast<std::size_t>(k) * C + c];
+      ctx.wait(r);
+      const std::size_t off = L.chunk_off(s, c) * esz, len = L.chunk_len(s, c);
+      ctx.expect_bytes(r, len * esz);
+      reduce(dt, op, dst + off, mine + off, slot[k % 2] + c * L.stride * esz, len);
+      if (k + 2 < p - 1) post_recv(k + 2, c);
+      if (k + 1 < p - 1) post_send(k + 1, c, dst);
+    }
+  }
+  ctx.wait_all(sends);
+}
+
+// Every rank holds segment `own` of buf (own = me + constant); fills in all the others.
+void allgather_core(Context& ctx, const Group& g, char* buf, const Layout& L, int own) {
+  const int p = g.size(), me = g.me;
+  const std::size_t C = L.chunks, esz = L.esz;
+  const int next = g.rank(mod(me + 1, p)), prev = g.rank(mod(me - 1, p));
+  std::vector<RequestPtr> recvs(static_cast<std::size_t>(p - 1) * C);
+  std::vector<RequestPtr> sends;
+  sends.reserve(recvs.size());
+  auto chunk_ptr = [&](int s, std::size_t c) {
+    return buf + (L.seg_begin(s) + L.chunk_off(s, c)) * esz;
+  };
+  // Received chunks land in place, so every receive can be posted up front.
+  for (int k = 0; k < p - 1; ++k) {
+    const int s = ring_ag_recv_seg(own, k, p);
+    for (std::size_t c = 0; c < C; ++c)
+      recvs[static_cast<std::size_t>(k) * C + c] =
+          ctx.recv(prev, Channel::data, chunk_ptr(s, c), L.chunk_len(s, c) * esz);
+  }
+  for (std::size_t c = 0; c < C; ++c)
+    sends.push_back(ctx.send(next, Channel::data, chunk_ptr(own, c), L.chunk_len(own, c) * esz));
+  for (int k = 0; k < p - 1; ++k) {
+    const int s = ring_ag_recv_seg(own, k, p);
+    for (std::size_t c = 0; c < C; ++c) {
+      const auto& r = recvs[static_cast<std::size_t>(k) * C + c];
+      ctx.wait(r);
+      ctx.expect_bytes(r, L.chunk_len(s, c) * esz);
+      if (k + 1 < p - 1)
+        sends.push_back(ctx.send(next, Channel::data, chunk_ptr(s, c), L.chunk_len(s, c) * esz));
+    }
+  }
+  ctx.wait_all(sends);
+}
+
+void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
+  if (dst != src && bytes) std::memcpy(dst, src, bytes);
+}
+
+}  // namespace
+
+void ring_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                    std::size_t count, DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt);
+  if (g.size() == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
+  const Layout L(count, g.size(), dt, ctx.chunk_bytes());
+  char* out = static_cast<char*>(recv);
+  reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, 0,
+                      [&](int s) { return out + L.seg_begin(s) * esz; });
+  const int own = ring_rs_final_seg(g.me, 0, g.size());
+  // Dividing before the allgather means one rank divides each segment: all ranks then
+  // hold the same bits, and the work is 1/p of the vector.
+  if (op == ReduceOp::avg) finish_avg(dt, out + L.seg_begin(own) * esz, L.seg_size(own), g.size());
+  allgather_core(ctx, g, out, L, own);
+}
+
+void ring_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+                         std::size_t recvcount, DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt);
+  if (g.size() == 1 || recvcount == 0) return copy_if_distinct(recv, send, recvcount * esz);
+  const std::size_t n = recvcount * static_cast<std::size_t>(g.size());
+  const Layout L(n, g.size(), dt, ctx.chunk_bytes());
+  char* partial = static_cast<char*>(ctx.scratch(2, n * esz));
+  reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1, [&](int s) {
+    return s == g.me ? static_cast<char*>(recv) : partial + L.seg_begin(s) * esz;
+  });
+  if (op == ReduceOp::avg) finish_avg(dt, recv, recvcount, g.size());
+}
+
+void ring_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+                    std::size_t sendcount, DataType dt) {
+  const std::size_t esz = dtype_size(dt);
+  char* out = static_cast<char*>(recv);
+  copy_if_distinct(out + static_cast<std::size_t>(g.me) * sendcount * esz, send, sendcount * esz);
+  if (g.size() == 1 || sendcount == 0) return;
+  const Layout L(sendcount * static_cast<std::size_t>(g.size()), g.size(), dt, ctx.chunk_bytes());
+  allgather_core(ctx, g, out, L, g.me);
+}
+
+void ring_reduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
+                 DataType dt, ReduceOp op, int root) {
+  const std::size_t esz = dtype_size(dt);
+  const bool is_root = g.me == root;
+  if (g.size() == 1 || count == 0) {
+    if (is_root) copy_if_distinct(recv, send, count * esz);
+    return;
+  }
+  const Layout L(count, g.size(), dt, ctx.chunk_bytes());
+  char* base = is_root ? static_cast<char*>(recv) : static_cast<char*>(ctx.scratch(2, count * esz));
+  reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1,
+                      [&](int s) { return base + L.seg_begin(s) * esz; });
+  if (op == ReduceOp::avg) finish_avg(dt, base + L.seg_begin(g.me) * esz, L.seg_size(g.me), g.size());
+  if (!is_root) {
+    ctx.wait(ctx.send(g.rank(root), Channel::result, base + L.seg_begin(g.me) * esz,
+                      L.seg_size(g.me) * esz));
+    return;
+  }
+  std::vector<RequestPtr> recvs;
+  for (int s = 0; s < g.size(); ++s)
+    if (s != g.me)
+      recvs.push_back(ctx.recv(g.rank(s), Channel::result, base + L.seg_begin(s) * esz,
+                               L.seg_size(s) * esz));
+  ctx.wait_all(recvs);
+}
+
+}  // namespace strata::collectives

@@ -1,0 +1,248 @@
+#include "core/comm_impl.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "bootstrap.pb.h"
+#include "bootstrap/launch_env.hpp"
+#include "core/config.hpp"
+#include "core/log.hpp"
+#include "strata/errors.hpp"
+#include "transport/factory.hpp"
+#include "transport/tags.hpp"
+
+namespace strata::detail {
+
+using transport::Clock;
+
+namespace {
+
+TransportKind resolve_transport(TransportKind k) {
+  if (k != TransportKind::automatic) return k;
+  const std::string v = config::get_string("transport");
+  if (v == "ucx") return TransportKind::ucx;
+  if (v == "tcp") return TransportKind::tcp;
+  throw InvalidArgument("STRATA_TRANSPORT='" + v + "' is not one of ucx, tcp");
+}
+
+std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds t) {
+  if (t.count() > 0) return t;
+  const double s = config::get_real("timeout_s");
+  if (!(s > 0)) throw InvalidArgument("STRATA_TIMEOUT_S must be positive");
+  return std::chrono::milliseconds(static_cast<long long>(s * 1000));
+}
+
+// "rendezvous timed out waiting for rank/2, rank/5" -> "rank(s) 2, 5 did not join".
+std::string absent_ranks(const std::string& msg) {
+  std::string ranks;
+  for (std::size_t pos = msg.find("rank/"); pos != std::string::npos; pos = msg.find("rank/", pos + 1)) {
+    std::size_t end = pos + 5;
+    while (end < msg.size() && std::isdigit(static_cast<unsigned char>(msg[end]))) ++end;
+    ranks += (ranks.empty() ? "" : ", ") + msg.substr(pos + 5, end - pos - 5);
+  }
+  return ranks;
+}
+
+}  // namespace
+
+CommImpl::CommImpl(const Setup& s)
+    : rank_(s.rank),
+      size_(s.size),
+      kind_(resolve_transport(s.options.transport)),
+      timeout_(resolve_timeout(s.options.timeout)),
+      chunk_bytes_(static_cast<std::size_t>(std::max<std::int64_t>(4096, config::get_int("chunk_bytes")))),
+      send_seq_(static_cast<std::size_t>(std::max(s.size, 0))),
+      recv_seq_(static_cast<std::size_t>(std::max(s.size, 0))) {
+  if (size_ < 1) throw InvalidArgument("communicator size " + std::to_string(size_) + " must be at least 1");
+  if (rank_ < 0 || rank_ >= size_)
+    throw InvalidArgument("rank " + std::to_string(rank_) + " is out of range for size " + std::to_string(size_));
+  log::set_rank(rank_);
+  bootstrap(s, Clock::now() + timeout_);
+  engine_ = std::make_unique<Engine>(*transport_, [this](const std::exception_ptr& e) { on_error(e); });
+  if (rank_ == 0 && log::enabled(log::Level::info))
+    log::info("communicator of " + std::to_string(size_) + " ranks over " + transport_->name() +
+              "; settings:\n" + config::dump());
+}
+
+CommImpl::~CommImpl() {
+  engine_.reset();  // drains queued work first
+  transport_.reset();
+}
+
+void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
+  const auto [host, port] = bootstrap::split_host_port(s.root, "rendezvous address");
+  if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port);
+  auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
+  bootstrap::PrefixStore store(tcp_store, s.key_prefix);
+
+  const Locality mine = bootstrap::local_locality();
+  bootstrap::wire::RankRecord rec;
+  rec.set_rank(rank_);
+  rec.set_host(mine.host);
+  rec.set_region(mine.region);
+  rec.set_cluster(mine.cluster);
+  rec.set_rack(mine.rack);
+  rec.set_pid(static_cast<int>(::getpid()));
+  store.set("rank/" + std::to_string(rank_), rec.SerializeAsString());
+  std::vector<std::string> keys;
+  for (int r = 0; r < size_; ++r) keys.push_back("rank/" + std::to_string(r));
+  std::vector<std::string> records;
+  try {
+    records = store.get(keys, deadline);
+  } catch (const TimeoutError& e) {
+    throw TimeoutError("communicator creation on rank " + std::to_string(rank_) + ": rank(s) " +
+                       absent_ranks(e.what()) + " of " + std::to_string(size_) +
+                       " did not join within " + std::to_string(timeout_.count() / 1000.0) +
+                       " s (STRATA_TIMEOUT_S)");
+  }
+  localities_.resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    bootstrap::wire::RankRecord other;
+    other.ParseFromString(records[static_cast<std::size_t>(r)]);
+    auto& l = localities_[static_cast<std::size_t>(r)];
+    l.host = other.host();
+    l.region = other.region();
+    l.cluster = other.cluster();
+    l.rack = other.rack();
+    for (int q = 0; q < r; ++q)
+      if (localities_[static_cast<std::size_t>(q)].host == l.host) ++l.local_rank;
+  }
+  transport_ = transport::make_transport(kind_, rank_, size_, store, deadline);
+  // Nobody may leave (and rank 0 may not stop the store) before everyone is connected.
+  store.set("ready/" + std::to_string(rank_), "1");
+  keys.clear();
+  for (int r = 0; r < size_; ++r) keys.push_back("ready/" + std::to_string(r));
+  store.get(keys, deadline);
+}
+
+const Locality& CommImpl::locality(int r) const {
+  if (r < 0 || r >= size_) throw InvalidArgument("locality: rank " + std::to_string(r) + " is out of range");
+  return localities_[static_cast<std::size_t>(r)];
+}
+
+void CommImpl::check_usable() const {
+  if (!failed_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(fail_mu_);
+  throw AbortedError("communicator on rank " + std::to_string(rank_) +
+                     " is unusable after an earlier failure: " + failure_);
+}
+
+void CommImpl::on_error(const std::exception_ptr& e) {
+  std::string what = "unknown error";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    what = x.what();
+  } catch (...) {
+  }
+  {
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    if (!failed_.load()) failure_ = what;
+    failed_.store(true, std::memory_order_release);
+  }
+  // Stop all traffic so no late message can land in a buffer the caller owns again.
+  transport_->abort(what);
+  log::warn(what);
+}
+
+void CommImpl::abort(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    if (!failed_.load()) failure_ = why;
+    failed_.store(true, std::memory_order_release);
+  }
+  transport_->abort(why);
+}
+
+Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) {
+  check_usable();
+  auto work = std::make_shared<WorkState>();
+  const auto timeout = o.timeout.count() > 0 ? o.timeout : timeout_;
+  std::lock_guard<std::mutex> lock(issue_mu_);
+  Fingerprint fp;
+  fp.seq = next_seq_++;
+  fp.kind = a.kind;
+  fp.dtype = a.dtype;
+  fp.count = a.count;
+  fp.op = a.op;
+  fp.root = a.root;
+  engine_->submit(work, [this, fp, a, timeout]() -> std::optional<Pending> {
+    check_usable();
+    run_collective(fp, a, timeout);
+    return std::nullopt;
+  });
+  return Work(work);
+}
+
+void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
+                              std::chrono::milliseconds timeout) {
+  const std::string what = fp.describe();
+  collectives::Context::Params params;
+  params.transport = transport_.get();
+  params.seq = fp.seq;
+  params.deadline = Clock::now() + timeout;
+  params.scratch = &scratch_;
+  params.chunk_bytes = chunk_bytes_;
+  params.what = what;
+
+  // Ring-neighbour fingerprint exchange, concurrent with the algorithm's own traffic.
+  const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+  Fingerprint theirs;
+  transport::RequestPtr fp_send, fp_recv;
+  if (size_ > 1) {
+    const auto tag = transport::collective_tag(fp.seq, transport::Channel::fingerprint);
+    fp_recv = transport_->irecv(prev, tag, &theirs, sizeof theirs);
+    fp_send = transport_->isend(next, tag, &fp, sizeof fp);
+    params.guard = [&](bool final) {
+      if (!fp_recv->done() && final)  // the fingerprint travels ahead of the data
+        transport::wait(*transport_, fp_recv, Clock::now() + std::chrono::seconds(1));
+      if (!fp_recv->done() || !fp_recv->error().empty()) return;
+      Fingerprint expect = fp;
+      if (std::memcmp(&theirs, &expect, sizeof expect) != 0)
+        throw MismatchError("collective mismatch: rank " + std::to_string(rank_) + " called " +
+                            fp.describe() + " but rank " + std::to_string(prev) + " called " +
+                            theirs.describe());
+    };
+  }
+  collectives::Context ctx(params);
+  collectives::run_collective(ctx, collectives::Group::world(rank_, size_), a);
+  if (size_ > 1) {
+    ctx.wait_all({fp_send, fp_recv});
+    params.guard(false);
+  }
+}
+
+Work CommImpl::point_to_point(bool is_send, void* buf, std::size_t count, DataType dt, int peer,
+                              const CallOptions& o) {
+  check_usable();
+  auto work = std::make_shared<WorkState>();
+  const auto timeout = o.timeout.count() > 0 ? o.timeout : timeout_;
+  const std::size_t bytes = count * dtype_size(dt);
+  std::lock_guard<std::mutex> lock(issue_mu_);
+  auto& seqs = is_send ? send_seq_ : recv_seq_;
+  const std::uint64_t seq = seqs[static_cast<std::size_t>(peer)]++;
+  engine_->submit(work, [=, this]() -> std::optional<Pending> {
+    check_usable();
+    const auto tag = transport::p2p_tag(seq);
+    Pending p;
+    p.deadline = Clock::now() + timeout;
+    p.what = std::string(is_send ? "send #" : "recv #") + std::to_string(seq) +
+             (is_send ? " to rank " : " from rank ") + std::to_string(peer) + " on rank " +
+             std::to_string(rank_);
+    if (is_send) {
+      p.request = transport_->isend(peer, tag, buf, bytes);
+    } else {
+      p.request = transport_->irecv(peer, tag, buf, bytes);
+      p.on_complete = [req = p.request, bytes, what = p.what] {
+        if (req->bytes() != bytes)
+          throw TransportError(what + ": received " + std::to_string(req->bytes()) +
+                               " bytes where " + std::to_string(bytes) + " were expected");
+      };
+    }
+    return p;
+  });
+  return Work(work);
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,73 @@
+// The communicator's state: bootstrap, transport, engine, sequence numbers, and the
+// first fatal error (after which every call fails fast instead of hanging).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/tcp_store.hpp"
+#include "collectives/context.hpp"
+#include "collectives/dispatch.hpp"
+#include "core/engine.hpp"
+#include "core/fingerprint.hpp"
+#include "strata/communicator.hpp"
+#include "transport/transport.hpp"
+
+namespace strata::detail {
+
+class CommImpl {
+ public:
+  struct Setup {
+    int rank = 0;
+    int size = 1;
+    std::string root;        // host:port of the store
+    std::string key_prefix;  // separates communicators sharing one store
+    bool serve_root = false; // rank 0 starts the store server itself
+    CommOptions options;
+  };
+  explicit CommImpl(const Setup& s);
+  ~CommImpl();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const Locality& locality(int r) const;
+  TransportKind transport_kind() const { return kind_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  Work collective(const collectives::CollArgs& a, const CallOptions& o);
+  Work point_to_point(bool is_send, void* buf, std::size_t count, DataType dt, int peer,
+                      const CallOptions& o);
+  void abort(const std::string& why);
+
+ private:
+  void bootstrap(const Setup& s, transport::Clock::time_point deadline);
+  void run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
+                      std::chrono::milliseconds timeout);
+  void check_usable() const;
+  void on_error(const std::exception_ptr& e);
+
+  int rank_;
+  int size_;
+  TransportKind kind_;
+  std::chrono::milliseconds timeout_;
+  std::size_t chunk_bytes_;
+  std::unique_ptr<bootstrap::StoreServer> server_;
+  std::vector<Locality> localities_;
+  std::unique_ptr<transport::Transport> transport_;
+  collectives::Scratch scratch_;
+
+  std::mutex issue_mu_;  // orders sequence numbers with queue order
+  std::uint64_t next_seq_ = 0;
+  std::vector<std::uint64_t> send_seq_, recv_seq_;
+
+  mutable std::mutex fail_mu_;
+  std::atomic<bool> failed_{false};
+  std::string failure_;
+
+  std::unique_ptr<Engine> engine_;  // last: stopped first
+};
+
+}  // namespace strata::detail

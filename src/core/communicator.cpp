@@ -1,0 +1,191 @@
+// Public Communicator: argument checks (before anything is queued), then CommImpl.
+#include "strata/communicator.hpp"
+
+#include <cstdint>
+#include <limits>
+
+#include "bootstrap/launch_env.hpp"
+#include "core/comm_impl.hpp"
+#include "core/unique_id.hpp"
+#include "strata/errors.hpp"
+
+namespace strata {
+
+using detail::CommImpl;
+
+namespace {
+
+struct Checker {
+  const char* collective;
+  int rank;
+
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw InvalidArgument(std::string(collective) + " on rank " + std::to_string(rank) + ": " + msg);
+  }
+  void dtype(DataType dt) const {
+    if (static_cast<unsigned>(dt) >= kNumDataTypes)
+      fail("dtype " + std::to_string(static_cast<int>(dt)) + " is not a DataType");
+  }
+  void op(ReduceOp op, DataType dt) const {
+    if (static_cast<unsigned>(op) >= kNumReduceOps)
+      fail("op " + std::to_string(static_cast<int>(op)) + " is not a ReduceOp");
+    if (op == ReduceOp::avg && !is_floating(dt))
+      fail(std::string("op avg needs a floating dtype, got ") + to_string(dt));
+  }
+  std::size_t bytes(std::size_t count, DataType dt, std::size_t blocks = 1) const {
+    const std::size_t esz = dtype_size(dt);
+    if (count > std::numeric_limits<std::size_t>::max() / esz / blocks)
+      fail("count " + std::to_string(count) + " overflows the address space");
+    return count * esz * blocks;
+  }
+  void buffer(const void* p, std::size_t bytes, const char* name) const {
+    if (!p && bytes) fail(std::string(name) + " is null but count is non-zero");
+  }
+  void rank_arg(int r, int size, const char* name) const {
+    if (r < 0 || r >= size)
+      fail(std::string(name) + " " + std::to_string(r) + " is out of range for " +
+           std::to_string(size) + " ranks");
+  }
+  // send/recv may be identical (in place, at in_place_offset into the larger one) or
+  // disjoint; a partial overlap would corrupt data mid-flight.
+  void overlap(const void* send, std::size_t sbytes, const void* recv, std::size_t rbytes,
+               std::ptrdiff_t in_place_offset_in_recv, std::ptrdiff_t in_place_offset_in_send) const {
+    if (!send || !recv || !sbytes || !rbytes) return;
+    const auto s = reinterpret_cast<std::uintptr_t>(send), r = reinterpret_cast<std::uintptr_t>(recv);
+    if (s + sbytes <= r || r + rbytes <= s) return;
+    if (s == r + static_cast<std::uintptr_t>(in_place_offset_in_recv) && in_place_offset_in_recv >= 0) return;
+    if (r == s + static_cast<std::uintptr_t>(in_place_offset_in_send) && in_place_offset_in_send >= 0) return;
+    fail("send and recv buffers overlap without being the in-place layout");
+  }
+};
+
+}  // namespace
+
+Communicator::Communicator(std::unique_ptr<CommImpl> impl) : impl_(std::move(impl)) {}
+Communicator::Communicator(Communicator&&) noexcept = default;
+Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+Communicator::~Communicator() = default;
+
+Communicator::Communicator(int rank, int size, const std::string& root, const CommOptions& opts) {
+  CommImpl::Setup s;
+  s.rank = rank;
+  s.size = size;
+  s.root = root;
+  s.key_prefix = "strata/";
+  s.serve_root = true;
+  s.options = opts;
+  impl_ = std::make_unique<CommImpl>(s);
+}
+
+Communicator::Communicator(const UniqueId& id, int rank, int size, const CommOptions& opts) {
+  const auto parsed = detail::parse_unique_id(id);
+  CommImpl::Setup s;
+  s.rank = rank;
+  s.size = size;
+  s.root = parsed.root;
+  s.key_prefix = parsed.nonce + "/";
+  s.serve_root = false;  // the process that created the id serves the store
+  s.options = opts;
+  impl_ = std::make_unique<CommImpl>(s);
+}
+
+Communicator Communicator::from_env(const CommOptions& opts) {
+  const auto info = bootstrap::discover_launch();
+  return Communicator(info.rank, info.size, info.root, opts);
+}
+
+int Communicator::rank() const { return impl_->rank(); }
+int Communicator::size() const { return impl_->size(); }
+const Locality& Communicator::locality(int r) const { return impl_->locality(r); }
+TransportKind Communicator::transport() const { return impl_->transport_kind(); }
+std::chrono::milliseconds Communicator::timeout() const { return impl_->timeout(); }
+void Communicator::abort() { impl_->abort("abort() called on rank " + std::to_string(rank())); }
+
+Work Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType dt,
+                             ReduceOp op, const CallOptions& o) {
+  const Checker c{"allreduce", rank()};
+  c.dtype(dt);
+  c.op(op, dt);
+  const auto b = c.bytes(count, dt);
+  c.buffer(send, b, "send");
+  c.buffer(recv, b, "recv");
+  c.overlap(send, b, recv, b, 0, 0);
+  return impl_->collective({CollectiveKind::allreduce, send, recv, count, dt, op, 0}, o);
+}
+
+Work Communicator::reduce_scatter(const void* send, void* recv, std::size_t recvcount,
+                                  DataType dt, ReduceOp op, const CallOptions& o) {
+  const Checker c{"reduce_scatter", rank()};
+  c.dtype(dt);
+  c.op(op, dt);
+  const auto rb = c.bytes(recvcount, dt);
+  const auto sb = c.bytes(recvcount, dt, static_cast<std::size_t>(size()));
+  c.buffer(send, sb, "send");
+  c.buffer(recv, rb, "recv");
+  c.overlap(send, sb, recv, rb, -1, static_cast<std::ptrdiff_t>(rb) * rank());
+  return impl_->collective({CollectiveKind::reduce_scatter, send, recv, recvcount, dt, op, 0}, o);
+}
+
+Work Communicator::allgather(const void* send, void* recv, std::size_t sendcount, DataType dt,
+                             const CallOptions& o) {
+  const Checker c{"allgather", rank()};
+  c.dtype(dt);
+  const auto sb = c.bytes(sendcount, dt);
+  const auto rb = c.bytes(sendcount, dt, static_cast<std::size_t>(size()));
+  c.buffer(send, sb, "send");
+  c.buffer(recv, rb, "recv");
+  c.overlap(send, sb, recv, rb, static_cast<std::ptrdiff_t>(sb) * rank(), -1);
+  return impl_->collective({CollectiveKind::allgather, send, recv, sendcount, dt, ReduceOp::sum, 0}, o);
+}
+
+Work Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType dt,
+                             int root, const CallOptions& o) {
+  const Checker c{"broadcast", rank()};
+  c.dtype(dt);
+  c.rank_arg(root, size(), "root");
+  const auto b = c.bytes(count, dt);
+  if (rank() == root) c.buffer(send, b, "send");
+  c.buffer(recv, b, "recv");
+  if (rank() == root) c.overlap(send, b, recv, b, 0, 0);
+  return impl_->collective({CollectiveKind::broadcast, rank() == root ? send : recv, recv, count, dt,
+                            ReduceOp::sum, root}, o);
+}
+
+Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataType dt,
+                          ReduceOp op, int root, const CallOptions& o) {
+  const Checker c{"reduce", rank()};
+  c.dtype(dt);
+  c.op(op, dt);
+  c.rank_arg(root, size(), "root");
+  const auto b = c.bytes(count, dt);
+  c.buffer(send, b, "send");
+  if (rank() == root) {
+    c.buffer(recv, b, "recv");
+    c.overlap(send, b, recv, b, 0, 0);
+  }
+  return impl_->collective({CollectiveKind::reduce, send, rank() == root ? recv : nullptr, count, dt,
+                            op, root}, o);
+}
+
+Work Communicator::barrier(const CallOptions& o) {
+  return impl_->collective({CollectiveKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::sum, 0}, o);
+}
+
+Work Communicator::send(const void* buf, std::size_t count, DataType dt, int peer,
+                        const CallOptions& o) {
+  const Checker c{"send", rank()};
+  c.dtype(dt);
+  c.rank_arg(peer, size(), "peer");
+  c.buffer(buf, c.bytes(count, dt), "buf");
+  return impl_->point_to_point(true, const_cast<void*>(buf), count, dt, peer, o);
+}
+
+Work Communicator::recv(void* buf, std::size_t count, DataType dt, int peer, const CallOptions& o) {
+  const Checker c{"recv", rank()};
+  c.dtype(dt);
+  c.rank_arg(peer, size(), "peer");
+  c.buffer(buf, c.bytes(count, dt), "buf");
+  return impl_->point_to_point(false, buf, count, dt, peer, o);
+}
+
+}  // namespace strata

@@ -1,0 +1,81 @@
+#include "core/config.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "strata/errors.hpp"
+
+namespace strata::config {
+
+const std::vector<Setting>& registry() {
+  static const std::vector<Setting> settings = {
+      {"timeout_s", "STRATA_TIMEOUT_S", Type::real, "300",
+       "Deadline in seconds for bootstrap and for each collective; on expiry the error names "
+       "the ranks that did not answer."},
+      {"transport", "STRATA_TRANSPORT", Type::string, "ucx",
+       "Point-to-point fabric: ucx (shared memory, RDMA, TCP as UCX picks) or tcp."},
+      {"debug", "STRATA_DEBUG", Type::string, "WARN", "Log level: ERROR, WARN, INFO, TRACE."},
+      {"chunk_bytes", "STRATA_CHUNK_BYTES", Type::integer, "1048576",
+       "Pipeline chunk of ring algorithms: a ring step forwards a chunk as soon as it is "
+       "reduced, so smaller chunks overlap more and cost more messages."},
+      {"small_bytes", "STRATA_SMALL_BYTES", Type::integer, "65536",
+       "Up to this many bytes, allreduce, broadcast and reduce use latency-optimal "
+       "log(p)-step algorithms instead of the ring."},
+      {"socket_ifaddr", "STRATA_SOCKET_IFADDR", Type::string, "",
+       "Address the TCP transport listens on; default: the local address that reaches the "
+       "rendezvous root."},
+      {"spin_us", "STRATA_SPIN_US", Type::integer, "50",
+       "How long a waiting rank polls before it sleeps in the kernel: spinning saves "
+       "latency, sleeping leaves the core to other ranks when ranks outnumber cores."},
+  };
+  return settings;
+}
+
+namespace {
+
+const Setting& find(const char* name) {
+  for (const auto& s : registry())
+    if (std::strcmp(s.name, name) == 0) return s;
+  throw std::logic_error(std::string("unknown strata setting ") + name);
+}
+
+std::string raw(const Setting& s) {
+  const char* v = std::getenv(s.env);
+  return v && *v ? std::string(v) : std::string(s.default_value);
+}
+
+}  // namespace
+
+std::int64_t get_int(const char* name) {
+  const auto& s = find(name);
+  const std::string v = raw(s);
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0')
+    throw InvalidArgument(std::string(s.env) + "='" + v + "' is not an integer");
+  return x;
+}
+
+double get_real(const char* name) {
+  const auto& s = find(name);
+  const std::string v = raw(s);
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0')
+    throw InvalidArgument(std::string(s.env) + "='" + v + "' is not a number");
+  return x;
+}
+
+std::string get_string(const char* name) { return raw(find(name)); }
+
+std::string dump() {
+  std::string out;
+  for (const auto& s : registry()) {
+    const char* v = std::getenv(s.env);
+    out += std::string(s.env) + "=" + raw(s) + (v && *v ? "" : " (default)") + "\n";
+  }
+  return out;
+}
+
+}  // namespace strata::config

@@ -1,0 +1,29 @@
+// What each rank believes the current collective is. Every collective sends its
+// fingerprint to the next rank in the ring and checks the one from the previous rank, so
+// any disagreement (kind, type, count, op, root or order) is caught by some rank.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "strata/types.hpp"
+
+namespace strata::detail {
+
+struct Fingerprint {
+  std::uint64_t seq = 0;
+  std::uint64_t count = 0;
+  std::int32_t root = -1;
+  CollectiveKind kind = CollectiveKind::barrier;
+  DataType dtype = DataType::u8;
+  ReduceOp op = ReduceOp::sum;
+  std::uint8_t pad = 0;
+
+  bool operator==(const Fingerprint&) const = default;
+  // "allreduce #12 (f32 x 1000, sum)"
+  std::string describe() const;
+};
+
+static_assert(sizeof(Fingerprint) == 24, "fingerprint travels as raw bytes");
+
+}  // namespace strata::detail

@@ -1,0 +1,39 @@
+#include "core/log.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <strings.h>
+
+#include "core/config.hpp"
+
+namespace strata::log {
+
+namespace {
+
+std::atomic<int> g_rank{-1};
+
+Level configured() {
+  static const Level level = [] {
+    const std::string v = config::get_string("debug");
+    if (strcasecmp(v.c_str(), "ERROR") == 0) return Level::error;
+    if (strcasecmp(v.c_str(), "INFO") == 0) return Level::info;
+    if (strcasecmp(v.c_str(), "TRACE") == 0) return Level::trace;
+    return Level::warn;
+  }();
+  return level;
+}
+
+}  // namespace
+
+bool enabled(Level l) { return static_cast<int>(l) <= static_cast<int>(configured()); }
+
+void set_rank(int rank) { g_rank = rank; }
+
+void write(Level l, const std::string& msg) {
+  static const char* names[] = {"ERROR", "WARN", "INFO", "TRACE"};
+  // One fprintf per line keeps lines from different threads whole.
+  std::fprintf(stderr, "[strata rank %d] %s %s\n", g_rank.load(), names[static_cast<int>(l)],
+               msg.c_str());
+}
+
+}  // namespace strata::log

@@ -1,0 +1,18 @@
+// Minimal leveled logging to stderr, prefixed with the rank. Level from STRATA_DEBUG.
+#pragma once
+
+#include <string>
+
+namespace strata::log {
+
+enum class Level { error = 0, warn = 1, info = 2, trace = 3 };
+
+bool enabled(Level l);
+void set_rank(int rank);
+void write(Level l, const std::string& msg);
+
+inline void info(const std::string& m) { if (enabled(Level::info)) write(Level::info, m); }
+inline void warn(const std::string& m) { if (enabled(Level::warn)) write(Level::warn, m); }
+inline void trace(const std::string& m) { if (enabled(Level::trace)) write(Level::trace, m); }
+
+}  // namespace strata::log

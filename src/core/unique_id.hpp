@@ -1,0 +1,17 @@
+#pragma once
+
+#include <string>
+
+#include "strata/communicator.hpp"
+
+namespace strata::detail {
+
+struct ParsedId {
+  std::string root;   // host:port of the store the id's creator serves
+  std::string nonce;  // separates communicators created from different ids
+};
+
+// Throws InvalidArgument when the bytes are not an id made by UniqueId::create.
+ParsedId parse_unique_id(const UniqueId& id);
+
+}  // namespace strata::detail

@@ -1,0 +1,55 @@
+#include <sched.h>
+
+#include "core/config.hpp"
+#include "core/work_state.hpp"
+#include "strata/errors.hpp"
+#include "strata/work.hpp"
+
+namespace strata {
+
+namespace detail {
+
+void WorkState::finish(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::move(error);
+    done_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+bool WorkState::wait_until(std::chrono::steady_clock::time_point deadline) {
+  static const auto spin = std::chrono::microseconds(config::get_int("spin_us"));
+  const auto spin_until = std::chrono::steady_clock::now() + spin;
+  while (!done() && std::chrono::steady_clock::now() < spin_until) sched_yield();
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_until(lock, deadline, [this] { return done(); });
+}
+
+}  // namespace detail
+
+namespace {
+void require_valid(const std::shared_ptr<detail::WorkState>& s) {
+  if (!s) throw InvalidArgument("Work: this handle is empty (default-constructed)");
+}
+}  // namespace
+
+void Work::wait() {
+  require_valid(state_);
+  state_->wait_until(std::chrono::steady_clock::time_point::max());
+  state_->rethrow();
+}
+
+bool Work::wait_until(std::chrono::steady_clock::time_point deadline) {
+  require_valid(state_);
+  if (!state_->wait_until(deadline)) return false;
+  state_->rethrow();
+  return true;
+}
+
+bool Work::test() const {
+  require_valid(state_);
+  return state_->done();
+}
+
+}  // namespace strata

@@ -1,0 +1,32 @@
+// Layout of the 40 significant tag bits. Collectives and point-to-point traffic live in
+// separate spaces so a send/recv pair can never match a collective's message.
+//
+//   bit 39      space (0 collective, 1 point-to-point)
+//   bits 8..38  sequence number (collectives: the communicator's; p2p: per peer pair)
+//   bits 0..7   channel within one operation
+#pragma once
+
+#include <cstdint>
+
+#include "transport/transport.hpp"
+
+namespace strata::transport {
+
+enum class Channel : std::uint8_t {
+  fingerprint = 0,  // the cross-rank consistency check
+  data = 1,         // an algorithm's main stream
+  data2 = 2,        // a second stream (e.g. a second tree, or a flag exchange)
+  result = 3,       // results fanned back out (e.g. to ranks folded out of a power of two)
+};
+
+inline constexpr std::uint64_t kSeqMask = (1ull << 31) - 1;
+
+inline Tag collective_tag(std::uint64_t seq, Channel ch) {
+  return ((seq & kSeqMask) << 8) | static_cast<std::uint8_t>(ch);
+}
+
+inline Tag p2p_tag(std::uint64_t seq) { return (1ull << 39) | ((seq & kSeqMask) << 8); }
+
+static_assert(kTagBits == 40, "tag layout assumes 40 significant bits");
+
+}  // namespace strata::transport

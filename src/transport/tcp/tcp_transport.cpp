@@ -1,0 +1,328 @@
+#include "transport/tcp/tcp_transport.hpp"
+
+#include <cstring>
+
+#include "bootstrap/tcp_store.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::transport::tcp {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+class TcpRequest : public Request {
+ public:
+  TcpRequest(int peer, Tag tag, void* buf, std::size_t size)
+      : Request(peer), tag(tag), buf(buf), size(size) {}
+  bool done() const override { return done_; }
+  const std::string& error() const override { return error_; }
+  std::size_t bytes() const override { return bytes_; }
+  void complete(std::size_t n) {
+    bytes_ = n;
+    done_ = true;
+  }
+  void fail(std::string why) {
+    error_ = std::move(why);
+    done_ = true;
+  }
+
+  const Tag tag;
+  void* const buf;
+  const std::size_t size;  // payload bytes (send) or capacity (receive)
+
+ private:
+  bool done_ = false;
+  std::string error_;
+  std::size_t bytes_ = 0;
+};
+
+// A message that arrived before its receive was posted. A receive posted while the
+// payload is still streaming in attaches itself as `waiting`.
+struct Unexpected {
+  std::vector<char> data;
+  bool complete = false;
+  std::shared_ptr<TcpRequest> waiting;
+};
+
+namespace {
+
+constexpr std::uint32_t kHelloMagic = 0x53545254;  // "STRT"
+constexpr std::size_t kMaxBatch = 64;               // frames per writev
+constexpr std::uint64_t kMaxMessage = 1ull << 40;
+
+std::string truncation(int peer, std::size_t got, std::size_t cap) {
+  return "message from rank " + std::to_string(peer) + " truncated: " + std::to_string(got) +
+         " bytes into a " + std::to_string(cap) + "-byte receive buffer";
+}
+
+// Copies a fully received unexpected message into the receive that matched it.
+void deliver(int peer, Unexpected& u, TcpRequest& r) {
+  if (u.data.size() > r.size) return r.fail(truncation(peer, u.data.size(), r.size));
+  if (!u.data.empty()) std::memcpy(r.buf, u.data.data(), u.data.size());
+  r.complete(u.data.size());
+}
+
+}  // namespace
+
+TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host)
+    : rank_(rank), acceptor_(io_), out_(size), in_(size) {
+  boost::system::error_code ec;
+  const auto addr = asio::ip::make_address(bind_host, ec);
+  if (ec) throw TransportError("tcp transport: cannot listen on '" + bind_host + "': not an IP address");
+  const tcp::endpoint ep(addr, 0);
+  acceptor_.open(ep.protocol());
+  acceptor_.bind(ep, ec);
+  if (ec) throw TransportError("tcp transport: cannot listen on " + bind_host + ": " + ec.message());
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  accept();
+}
+
+std::string TcpTransport::address() const {
+  const auto ep = acceptor_.local_endpoint();
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+void TcpTransport::set_peer_addresses(std::vector<std::string> addrs) {
+  if (static_cast<int>(addrs.size()) != size())
+    throw TransportError("tcp transport: expected " + std::to_string(size()) + " addresses");
+  addrs_ = std::move(addrs);
+}
+
+TcpTransport::~TcpTransport() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  for (auto& o : out_)
+    if (o.sock) o.sock->close(ec);
+  for (auto& i : in_)
+    if (i.sock) i.sock->close(ec);
+}
+
+void TcpTransport::accept() {
+  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+    if (ec) return;  // closed or aborted
+    s.set_option(tcp::no_delay(true), ec);
+    read_hello(std::make_shared<tcp::socket>(std::move(s)));
+    accept();
+  });
+}
+
+void TcpTransport::read_hello(std::shared_ptr<tcp::socket> s) {
+  auto hello = std::make_shared<std::array<std::uint32_t, 2>>();
+  asio::async_read(*s, asio::buffer(*hello), [this, s, hello](auto ec, std::size_t) {
+    const int peer = static_cast<int>((*hello)[1]);
+    if (ec || (*hello)[0] != kHelloMagic || peer < 0 || peer >= size() || in_[peer].sock)
+      return;  // not one of ours, or a duplicate: drop it
+    in_[peer].sock = std::make_unique<tcp::socket>(std::move(*s));
+    read_header(peer);
+  });
+}
+
+void TcpTransport::read_header(int peer) {
+  auto& in = in_[peer];
+  asio::async_read(*in.sock, asio::buffer(&in.header, sizeof in.header),
+                   [this, peer](auto ec, std::size_t) {
+                     if (ec) return fail_inbound(peer, "connection lost: " + ec.message());
+                     on_header(peer);
+                   });
+}
+
+void TcpTransport::on_header(int peer) {
+  auto& in = in_[peer];
+  const Tag tag = in.header.tag;
+  const std::size_t n = in.header.bytes;
+  if (n > kMaxMessage) return fail_inbound(peer, "corrupt frame header");
+
+  auto posted = in.posted.find(tag);
+  if (posted != in.posted.end()) {
+    auto req = posted->second.front();
+    posted->second.pop_front();
+    if (posted->second.empty()) in.posted.erase(posted);
+    if (n > req->size) {
+      req->fail(truncation(peer, n, req->size));
+      // Keep the stream in step: read and drop the payload.
+      in.discard.resize(n);
+      asio::async_read(*in.sock, asio::buffer(in.discard), [this, peer](auto ec, std::size_t) {
+        in_[peer].discard = {};
+        if (ec) return fail_inbound(peer, "connection lost: " + ec.message());
+        read_header(peer);
+      });
+      return;
+    }
+    asio::async_read(*in.sock, asio::buffer(req->buf, n), [this, peer, req, n](auto ec, std::size_t) {
+      if (ec) {
+        req->fail("connection to rank " + std::to_string(peer) + " lost: " + ec.message());
+        return fail_inbound(peer, "connection lost: " + ec.message());
+      }
+      req->complete(n);
+      read_header(peer);
+    });
+    return;
+  }
+
+  auto u = std::make_shared<Unexpected>();
+  u->data.resize(n);
+  in.unexpected[tag].push_back(u);
+  asio::async_read(*in.sock, asio::buffer(u->data), [this, peer, u](auto ec, std::size_t) {
+    if (ec) {
+      if (u->waiting) u->waiting->fail("connection to rank " + std::to_string(peer) + " lost");
+      return fail_inbound(peer, "connection lost: " + ec.message());
+    }
+    u->complete = true;
+    if (u->waiting) deliver(peer, *u, *u->waiting);
+    read_header(peer);
+  });
+}
+
+RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacity) {
+  auto req = std::make_shared<TcpRequest>(peer, tag, buf, capacity);
+  if (aborted()) {
+    req->fail("aborted");
+    return req;
+  }
+  auto& in = in_.at(static_cast<std::size_t>(peer));
+  auto it = in.unexpected.find(tag);
+  if (it != in.unexpected.end()) {
+    auto u = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) in.unexpected.erase(it);
+    if (u->complete) deliver(peer, *u, *req);
+    else u->waiting = req;
+    return req;
+  }
+  if (!in.failed.empty()) {
+    req->fail("rank " + std::to_string(peer) + ": " + in.failed);
+    return req;
+  }
+  in.posted[tag].push_back(req);
+  return req;
+}
+
+RequestPtr TcpTransport::send_to_self(Tag tag, const void* buf, std::size_t bytes) {
+  auto req = std::make_shared<TcpRequest>(rank_, tag, const_cast<void*>(buf), bytes);
+  auto& in = in_[rank_];
+  auto posted = in.posted.find(tag);
+  if (posted != in.posted.end()) {
+    auto r = posted->second.front();
+    posted->second.pop_front();
+    if (posted->second.empty()) in.posted.erase(posted);
+    if (bytes > r->size) {
+      r->fail(truncation(rank_, bytes, r->size));
+    } else {
+      if (bytes) std::memcpy(r->buf, buf, bytes);
+      r->complete(bytes);
+    }
+  } else {
+    auto u = std::make_shared<Unexpected>();
+    u->data.assign(static_cast<const char*>(buf), static_cast<const char*>(buf) + bytes);
+    u->complete = true;
+    in.unexpected[tag].push_back(u);
+  }
+  req->complete(bytes);
+  return req;
+}
+
+RequestPtr TcpTransport::isend(int peer, Tag tag, const void* buf, std::size_t bytes) {
+  if (peer == rank_ && !aborted()) return send_to_self(tag, buf, bytes);
+  auto req = std::make_shared<TcpRequest>(peer, tag, const_cast<void*>(buf), bytes);
+  auto& out = out_.at(static_cast<std::size_t>(peer));
+  if (aborted()) {
+    req->fail("aborted");
+    return req;
+  }
+  if (!out.failed.empty()) {
+    req->fail("rank " + std::to_string(peer) + ": " + out.failed);
+    return req;
+  }
+  out.queue.push_back(req);
+  if (!out.sock) connect(peer);
+  else flush(peer);
+  return req;
+}
+
+void TcpTransport::connect(int peer) {
+  auto& out = out_[peer];
+  out.sock = std::make_unique<tcp::socket>(io_);
+  const auto [host, port] = bootstrap::split_host_port(addrs_[peer], "address of rank " + std::to_string(peer));
+  boost::system::error_code ec;
+  const tcp::endpoint ep(asio::ip::make_address(host, ec), port);
+  if (ec) return fail_outbound(peer, "bad address " + addrs_[peer]);
+  out.sock->async_connect(ep, [this, peer](boost::system::error_code ec) {
+    auto& o = out_[peer];
+    if (ec) return fail_outbound(peer, "cannot connect to " + addrs_[peer] + ": " + ec.message());
+    o.sock->set_option(tcp::no_delay(true), ec);
+    const std::array<std::uint32_t, 2> hello{kHelloMagic, static_cast<std::uint32_t>(rank_)};
+    asio::write(*o.sock, asio::buffer(hello), ec);
+    if (ec) return fail_outbound(peer, "handshake failed: " + ec.message());
+    o.connected = true;
+    flush(peer);
+  });
+}
+
+void TcpTransport::flush(int peer) {
+  auto& out = out_[peer];
+  if (!out.connected || out.writing || out.queue.empty()) return;
+  const std::size_t n = std::min(out.queue.size(), kMaxBatch);
+  out.in_flight.assign(out.queue.begin(), out.queue.begin() + static_cast<long>(n));
+  out.queue.erase(out.queue.begin(), out.queue.begin() + static_cast<long>(n));
+  out.headers.resize(n);
+  std::vector<asio::const_buffer> bufs;
+  bufs.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& r = out.in_flight[i];
+    out.headers[i] = Header{r->tag, r->size};
+    bufs.emplace_back(&out.headers[i], sizeof(Header));
+    if (r->size) bufs.emplace_back(r->buf, r->size);
+  }
+  out.writing = true;
+  asio::async_write(*out.sock, bufs, [this, peer](auto ec, std::size_t) {
+    auto& o = out_[peer];
+    o.writing = false;
+    if (ec) return fail_outbound(peer, "send failed: " + ec.message());
+    for (auto& r : o.in_flight) r->complete(r->size);
+    o.in_flight.clear();
+    flush(peer);
+  });
+}
+
+void TcpTransport::fail_outbound(int peer, const std::string& why) {
+  auto& out = out_[peer];
+  out.failed = why;
+  out.connected = false;
+  const std::string msg = "rank " + std::to_string(peer) + ": " + why;
+  for (auto& r : out.in_flight) r->fail(msg);
+  for (auto& r : out.queue) r->fail(msg);
+  out.in_flight.clear();
+  out.queue.clear();
+}
+
+void TcpTransport::fail_inbound(int peer, const std::string& why) {
+  auto& in = in_[peer];
+  if (aborted()) return;
+  in.failed = why;
+  for (auto& [tag, q] : in.posted)
+    for (auto& r : q) r->fail("rank " + std::to_string(peer) + ": " + why);
+  in.posted.clear();
+}
+
+bool TcpTransport::progress() {
+  if (aborted()) return false;
+  if (io_.stopped()) io_.restart();
+  return io_.poll() > 0;
+}
+
+void TcpTransport::wait_event(std::chrono::microseconds max) {
+  if (aborted()) return;
+  if (io_.stopped()) io_.restart();
+  io_.run_one_for(max);
+}
+
+void TcpTransport::abort(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    if (abort_reason_.empty()) abort_reason_ = why;
+  }
+  aborted_.store(true, std::memory_order_release);
+  io_.stop();  // thread-safe; wakes a wait_event in progress
+}
+
+}  // namespace strata::transport::tcp

@@ -1,0 +1,87 @@
+// Plain TCP on Boost.Asio. Each rank sends on connections it opened and receives on
+// connections it accepted, so a pair uses two one-way streams and never has to decide
+// who connects to whom; connections open lazily on the first send.
+//
+// Frames are a 16-byte header (tag, length) and the payload. A frame whose receive is
+// already posted is read straight into the user's buffer; otherwise into an unexpected
+// buffer that the matching receive copies from later.
+#pragma once
+
+#include <atomic>
+#include "core/asio.hpp"
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace strata::transport::tcp {
+
+class TcpRequest;
+struct Unexpected;
+
+class TcpTransport : public Transport {
+ public:
+  // Listens on bind_host at once; peers' addresses come later, before the first send.
+  TcpTransport(int rank, int size, const std::string& bind_host);
+  std::string address() const;  // "ip:port" to publish
+  void set_peer_addresses(std::vector<std::string> addrs);
+  ~TcpTransport() override;
+
+  const char* name() const override { return "tcp"; }
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(out_.size()); }
+  RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) override;
+  RequestPtr irecv(int peer, Tag tag, void* buf, std::size_t capacity) override;
+  bool progress() override;
+  void wait_event(std::chrono::microseconds max) override;
+  void abort(const std::string& why) override;
+  bool aborted() const override { return aborted_.load(std::memory_order_acquire); }
+
+ private:
+  struct Header {
+    std::uint64_t tag;
+    std::uint64_t bytes;
+  };
+  struct Outbound {
+    std::unique_ptr<boost::asio::ip::tcp::socket> sock;
+    bool connected = false;
+    bool writing = false;
+    std::string failed;
+    std::deque<std::shared_ptr<TcpRequest>> queue;  // not yet written
+    std::vector<std::shared_ptr<TcpRequest>> in_flight;
+    std::vector<Header> headers;  // storage for the in-flight batch's headers
+  };
+  struct Inbound {
+    std::unique_ptr<boost::asio::ip::tcp::socket> sock;
+    std::string failed;
+    Header header{};
+    std::vector<char> discard;
+    std::map<Tag, std::deque<std::shared_ptr<TcpRequest>>> posted;
+    std::map<Tag, std::deque<std::shared_ptr<Unexpected>>> unexpected;
+  };
+
+  void accept();
+  void read_hello(std::shared_ptr<boost::asio::ip::tcp::socket> s);
+  void read_header(int peer);
+  void on_header(int peer);
+  void connect(int peer);
+  void flush(int peer);
+  void fail_outbound(int peer, const std::string& why);
+  void fail_inbound(int peer, const std::string& why);
+  RequestPtr send_to_self(Tag tag, const void* buf, std::size_t bytes);
+
+  int rank_;
+  std::vector<std::string> addrs_;
+  boost::asio::io_context io_{1};
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::vector<Outbound> out_;
+  std::vector<Inbound> in_;
+  std::atomic<bool> aborted_{false};
+  std::mutex abort_mu_;
+  std::string abort_reason_;
+};
+
+}  // namespace strata::transport::tcp

@@ -1,0 +1,37 @@
+#include <sched.h>
+
+#include "core/config.hpp"
+#include "strata/errors.hpp"
+#include "transport/transport.hpp"
+
+namespace strata::transport {
+
+bool wait_all(Transport& t, std::span<const RequestPtr> reqs, Clock::time_point deadline) {
+  static const auto spin = std::chrono::microseconds(config::get_int("spin_us"));
+  const auto spin_until = Clock::now() + spin;
+  for (unsigned round = 0;; ++round) {
+    t.progress();
+    bool all_done = true;
+    for (const auto& r : reqs) {
+      if (!r->done()) {
+        all_done = false;
+      } else if (!r->error().empty()) {
+        throw TransportError(r->error());
+      }
+    }
+    if (all_done) return true;
+    if (t.aborted()) throw AbortedError("communication was aborted");
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    if (now < spin_until) {
+      // Yield now and then so a peer rank sharing this core can run.
+      if (round % 16 == 15) sched_yield();
+      continue;
+    }
+    t.wait_event(std::min<std::chrono::microseconds>(
+        std::chrono::microseconds(1000),
+        std::chrono::duration_cast<std::chrono::microseconds>(deadline - now)));
+  }
+}
+
+}  // namespace strata::transport
