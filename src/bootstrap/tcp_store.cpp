@@ -1,6 +1,8 @@
 #include "bootstrap/tcp_store.hpp"
 
 #include "core/asio.hpp"
+#include <atomic>
+#include <future>
 #include <list>
 #include <map>
 #include <thread>
@@ -80,6 +82,23 @@ class StoreServer::Impl {
     thread_ = std::thread([this] { io_.run(); });
   }
   ~Impl() {
+    // Answer every held GET (with what is missing) before going away, so a rank whose
+    // rendezvous fails learns why instead of seeing the connection drop.
+    std::promise<void> answered;
+    asio::post(io_, [this, &answered] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+      for (auto& w : waiters_) {
+        w.timer->cancel();
+        try_answer(w.conn, w.keys, true);
+      }
+      waiters_.clear();
+      answered.set_value();
+    });
+    answered.get_future().wait_for(std::chrono::seconds(1));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (writes_in_flight_.load() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     io_.stop();
     if (thread_.joinable()) thread_.join();
   }
@@ -122,7 +141,9 @@ class StoreServer::Impl {
 
   void respond(const std::shared_ptr<Conn>& c, const wire::StoreResponse& resp) {
     c->reply = frame(resp);
+    ++writes_in_flight_;
     asio::async_write(c->sock, asio::buffer(c->reply), [this, c](auto ec, size_t) {
+      --writes_in_flight_;
       if (!ec) read(c);
     });
   }
@@ -197,6 +218,7 @@ class StoreServer::Impl {
   std::map<std::string, std::string> data_;
   std::map<std::string, std::int64_t> counters_;
   std::list<Waiter> waiters_;
+  std::atomic<int> writes_in_flight_{0};
 };
 
 StoreServer::StoreServer(const std::string& host, std::uint16_t port)

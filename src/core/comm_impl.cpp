@@ -206,7 +206,15 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
     };
   }
   collectives::Context ctx(params);
-  collectives::run_collective(ctx, collectives::Group::world(rank_, size_), a);
+  try {
+    collectives::run_collective(ctx, collectives::Group::world(rank_, size_), a);
+  } catch (const TimeoutError& e) {
+    // The fingerprint tells whether the previous rank ever reached this collective.
+    if (fp_recv && !fp_recv->done())
+      throw TimeoutError(std::string(e.what()) + "; rank " + std::to_string(prev) +
+                         " has not started " + what);
+    throw;
+  }
   if (size_ > 1) {
     ctx.wait_all({fp_send, fp_recv});
     params.guard(false);
