@@ -1,0 +1,126 @@
+// Bad input is rejected before anything is sent, with a message naming the argument,
+// the collective and the rank; the communicator stays usable afterwards.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "fork_ranks.hpp"
+#include "strata/strata.hpp"
+
+namespace strata {
+namespace {
+
+class ApiErrors : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    CommOptions o;
+    o.transport = TransportKind::tcp;
+    o.timeout = std::chrono::seconds(10);
+    comm_ = new Communicator(0, 1, test::free_root_address(), o);
+  }
+  static void TearDownTestSuite() { delete comm_; }
+  static Communicator* comm_;
+};
+Communicator* ApiErrors::comm_ = nullptr;
+
+template <class F>
+std::string invalid(F&& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "no InvalidArgument thrown";
+}
+
+TEST_F(ApiErrors, NullBuffersAreNamed) {
+  std::vector<float> b(4);
+  EXPECT_EQ(invalid([&] { comm_->allreduce(nullptr, b.data(), 4, DataType::f32, ReduceOp::sum); }),
+            "allreduce on rank 0: send is null but count is non-zero");
+  EXPECT_EQ(invalid([&] { comm_->allgather(b.data(), nullptr, 4, DataType::f32); }),
+            "allgather on rank 0: recv is null but count is non-zero");
+  // A zero count needs no buffer.
+  comm_->allreduce(nullptr, nullptr, 0, DataType::f32, ReduceOp::sum).wait();
+}
+
+TEST_F(ApiErrors, AvgNeedsAFloatingType) {
+  std::vector<int> b(4);
+  EXPECT_EQ(invalid([&] { comm_->allreduce(b.data(), b.data(), 4, DataType::i32, ReduceOp::avg); }),
+            "allreduce on rank 0: op avg needs a floating dtype, got i32");
+}
+
+TEST_F(ApiErrors, EnumsOutOfRange) {
+  std::vector<float> b(4);
+  EXPECT_EQ(invalid([&] { comm_->allreduce(b.data(), b.data(), 4, static_cast<DataType>(42), ReduceOp::sum); }),
+            "allreduce on rank 0: dtype 42 is not a DataType");
+  EXPECT_EQ(invalid([&] { comm_->reduce(b.data(), b.data(), 4, DataType::f32, static_cast<ReduceOp>(9), 0); }),
+            "reduce on rank 0: op 9 is not a ReduceOp");
+}
+
+TEST_F(ApiErrors, RootsAndPeersOutOfRange) {
+  std::vector<float> b(4);
+  EXPECT_EQ(invalid([&] { comm_->broadcast(b.data(), b.data(), 4, DataType::f32, 1); }),
+            "broadcast on rank 0: root 1 is out of range for 1 ranks");
+  EXPECT_EQ(invalid([&] { comm_->send(b.data(), 4, DataType::f32, -1); }),
+            "send on rank 0: peer -1 is out of range for 1 ranks");
+}
+
+TEST_F(ApiErrors, PartialOverlapIsRejected) {
+  std::vector<float> b(16);
+  EXPECT_EQ(invalid([&] { comm_->allreduce(b.data(), b.data() + 1, 8, DataType::f32, ReduceOp::sum); }),
+            "allreduce on rank 0: send and recv buffers overlap without being the in-place layout");
+}
+
+TEST_F(ApiErrors, OverflowingCount) {
+  std::vector<float> b(1);
+  EXPECT_NE(invalid([&] { comm_->allreduce(b.data(), b.data(), SIZE_MAX / 2, DataType::f64, ReduceOp::sum); })
+                .find("overflows"),
+            std::string::npos);
+}
+
+TEST_F(ApiErrors, CommunicatorStillWorksAfterBadCalls) {
+  std::vector<float> in{1, 2, 3}, out(3);
+  comm_->allreduce(in.data(), out.data(), 3, DataType::f32, ReduceOp::sum).wait();
+  EXPECT_EQ(out, in);
+}
+
+TEST(Construction, BadRankAndSize) {
+  EXPECT_EQ(invalid([] { Communicator(3, 2, "127.0.0.1:1"); }), "rank 3 is out of range for size 2");
+  EXPECT_EQ(invalid([] { Communicator(0, 1, "nonsense"); }), "rendezvous address 'nonsense' is not host:port");
+}
+
+TEST(Construction, UnknownTransportVariable) {
+  ::setenv("STRATA_TRANSPORT", "carrier-pigeon", 1);
+  EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }),
+            "STRATA_TRANSPORT='carrier-pigeon' is not one of ucx, tcp");
+  ::unsetenv("STRATA_TRANSPORT");
+}
+
+TEST(Construction, FromEnvWithoutLauncher) {
+  for (const char* v : {"STRATA_RANK", "STRATA_WORLD_SIZE", "RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                        "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"})
+    ::unsetenv(v);
+  EXPECT_NE(invalid([] { Communicator::from_env(); }).find("no launcher found"), std::string::npos);
+  ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  ::unsetenv("STRATA_ROOT");
+  ::unsetenv("MASTER_ADDR");
+  EXPECT_NE(invalid([] { Communicator::from_env(); }).find("no rendezvous address"), std::string::npos);
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
+TEST(Construction, UniqueIdRoundTrip) {
+  const auto id = UniqueId::create();
+  EXPECT_NE(id.root().find(':'), std::string::npos);
+  Communicator c(id, 0, 1);
+  std::vector<double> x{2.5};
+  c.allreduce(x.data(), x.data(), 1, DataType::f64, ReduceOp::avg).wait();
+  EXPECT_EQ(x[0], 2.5);
+  UniqueId garbage;
+  EXPECT_NE(invalid([&] { Communicator(garbage, 0, 1); }).find("unique id"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata
