@@ -61,9 +61,11 @@ class Communicator {
   TransportKind transport() const;
   std::chrono::milliseconds timeout() const;
 
-  // recv may equal send (in place). count is per rank for all operations below except
-  // reduce_scatter (recvcount: send holds size()*recvcount) and allgather (sendcount:
-  // recv holds size()*sendcount).
+  // count is per rank for all operations below except reduce_scatter (recvcount: send
+  // holds size()*recvcount) and allgather (sendcount: recv holds size()*sendcount).
+  // In place follows NCCL: recv == send for allreduce, broadcast and reduce;
+  // recv == send + rank()*recvcount for reduce_scatter; send == recv + rank()*sendcount
+  // for allgather. Any other overlap is rejected.
   Work allreduce(const void* send, void* recv, std::size_t count, DataType dt, ReduceOp op,
                  const CallOptions& o = {});
   Work reduce_scatter(const void* send, void* recv, std::size_t recvcount, DataType dt,

@@ -1,0 +1,218 @@
+#include "perf_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "perf_data.hpp"
+
+namespace strata::perf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Page-aligned so that buffer placement does not vary between sizes or runs.
+std::unique_ptr<std::byte, void (*)(void*)> allocate(std::uint64_t bytes) {
+  constexpr std::size_t kAlign = 4096;
+  const std::size_t n = std::max<std::size_t>((static_cast<std::size_t>(bytes) + kAlign - 1) / kAlign * kAlign, kAlign);
+  void* p = std::aligned_alloc(kAlign, n);
+  if (p == nullptr) throw std::bad_alloc();
+  // Fault the pages in now rather than inside the first timed iteration.
+  std::memset(p, 0, n);
+  return {static_cast<std::byte*>(p), std::free};
+}
+
+void wait_all(std::vector<Work>& works) {
+  for (auto& w : works) w.wait();
+  works.clear();
+}
+
+}  // namespace
+
+Bench::Bench(Communicator& comm, const PerfOptions& options)
+    : comm_(comm), opts_(options), send_(allocate(options.max_bytes)), recv_(allocate(options.max_bytes)) {}
+
+Bench::Shape Bench::shape(const Case& c, std::uint64_t size_bytes) const {
+  const std::size_t ts = dtype_size(c.dtype);
+  const auto n = static_cast<std::size_t>(comm_.size());
+  const auto count = static_cast<std::size_t>(size_bytes / ts);
+  Shape s;
+  switch (c.collective) {
+    case Collective::reduce_scatter:
+      s.param = s.recv = count / n;
+      s.send = s.param * n;
+      break;
+    case Collective::all_gather:
+      s.param = s.send = count / n;
+      s.recv = s.param * n;
+      break;
+    default:
+      s.param = s.send = s.recv = count;
+      break;
+  }
+  s.bytes = static_cast<std::uint64_t>(std::max(s.send, s.recv) * ts);
+  return s;
+}
+
+// In place follows NCCL: the whole vector lives in recv, and for reduce_scatter and
+// all_gather the rank's own block sits at offset rank * count within it.
+Bench::Buffers Bench::buffers(const Case& c, const Shape& s, bool in_place) const {
+  if (!in_place) return {send_.get(), recv_.get()};
+  std::byte* base = recv_.get();
+  const std::size_t own = static_cast<std::size_t>(comm_.rank()) * s.param * dtype_size(c.dtype);
+  switch (c.collective) {
+    case Collective::reduce_scatter: return {base, base + own};
+    case Collective::all_gather: return {base + own, base};
+    default: return {base, base};
+  }
+}
+
+void Bench::issue(const Case& c, const Shape& s, const Buffers& b, std::vector<Work>& pending) {
+  switch (c.collective) {
+    case Collective::all_reduce:
+      pending.push_back(comm_.allreduce(b.send, b.recv, s.param, c.dtype, c.op));
+      break;
+    case Collective::reduce_scatter:
+      pending.push_back(comm_.reduce_scatter(b.send, b.recv, s.param, c.dtype, c.op));
+      break;
+    case Collective::all_gather:
+      pending.push_back(comm_.allgather(b.send, b.recv, s.param, c.dtype));
+      break;
+    case Collective::broadcast:
+      pending.push_back(comm_.broadcast(b.send, b.recv, s.param, c.dtype, c.root));
+      break;
+    case Collective::reduce:
+      pending.push_back(comm_.reduce(b.send, b.recv, s.param, c.dtype, c.op, c.root));
+      break;
+    case Collective::sendrecv: {
+      // Ring neighbours, as nccl-tests' sendrecv: everyone sends right and receives left.
+      const int n = comm_.size(), me = comm_.rank();
+      pending.push_back(comm_.recv(b.recv, s.param, c.dtype, (me + n - 1) % n));
+      pending.push_back(comm_.send(b.send, s.param, c.dtype, (me + 1) % n));
+      break;
+    }
+  }
+}
+
+void Bench::prepare(const Case& c, const Shape& s, bool in_place, const Pattern& p) {
+  const std::size_t ts = dtype_size(c.dtype);
+  const int me = comm_.rank();
+  std::byte* send = send_.get();
+  std::byte* recv = recv_.get();
+  // Output bytes start as 0xff: NaN for floats and unlikely for integers, so an element
+  // the collective forgot to write shows up as wrong.
+  auto poison = [&](std::byte* where, std::size_t elems) { std::memset(where, 0xff, elems * ts); };
+  switch (c.collective) {
+    case Collective::all_reduce:
+    case Collective::reduce:
+    case Collective::sendrecv:
+    case Collective::reduce_scatter:
+      fill(in_place ? recv : send, c.dtype, s.send, p, me, 0);
+      if (!in_place) poison(recv, s.recv);
+      break;
+    case Collective::all_gather:
+      poison(recv, s.recv);
+      fill(in_place ? recv + static_cast<std::size_t>(me) * s.param * ts : send, c.dtype, s.send, p, me, 0);
+      break;
+    case Collective::broadcast:
+      if (!in_place || me != c.root) poison(recv, s.recv);
+      if (me == c.root) fill(in_place ? recv : send, c.dtype, s.send, p, me, 0);
+      break;
+  }
+}
+
+double Bench::time_group(const Case& c, const Shape& s, bool in_place) {
+  const Buffers b = buffers(c, s, in_place);
+  prepare(c, s, in_place, Pattern(comm_.size(), c.op, 0));
+  std::vector<Work> pending;
+  pending.reserve(static_cast<std::size_t>(opts_.iters) * 2);
+  comm_.barrier().wait();
+  const auto start = Clock::now();
+  for (int it = 0; it < opts_.iters; ++it) {
+    issue(c, s, b, pending);
+    if (opts_.blocking != 0) {
+      wait_all(pending);
+      if (opts_.blocking == 1) comm_.barrier().wait();
+    }
+  }
+  wait_all(pending);
+  double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / opts_.iters;
+  // The row reports the slowest rank.
+  comm_.allreduce(&us, &us, 1, DataType::f64, ReduceOp::max).wait();
+  return us;
+}
+
+std::int64_t Bench::check_group(const Case& c, const Shape& s, bool in_place) {
+  const Buffers b = buffers(c, s, in_place);
+  const int me = comm_.rank(), n = comm_.size();
+  std::int64_t wrong = 0;
+  for (int k = 0; k < opts_.check; ++k) {
+    const Pattern p(n, reduces(c.collective) ? c.op : ReduceOp::sum, 1 + k * 7919);
+    prepare(c, s, in_place, p);
+    std::vector<Work> pending;
+    issue(c, s, b, pending);
+    wait_all(pending);
+    Expect e;
+    switch (c.collective) {
+      case Collective::all_reduce:
+        wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
+        break;
+      case Collective::reduce:
+        if (me == c.root) wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
+        break;
+      case Collective::reduce_scatter:
+        e.first = static_cast<std::size_t>(me) * s.param;
+        wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
+        break;
+      case Collective::all_gather:
+        e.kind = Expect::Kind::gathered;
+        e.block = s.param;
+        wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
+        break;
+      case Collective::broadcast:
+        e.kind = Expect::Kind::from_rank;
+        e.rank = c.root;
+        wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
+        break;
+      case Collective::sendrecv:
+        e.kind = Expect::Kind::from_rank;
+        e.rank = (me + n - 1) % n;
+        wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
+        break;
+    }
+  }
+  comm_.allreduce(&wrong, &wrong, 1, DataType::i64, ReduceOp::sum).wait();
+  return wrong;
+}
+
+ResultRow Bench::run(const Case& c, std::uint64_t size_bytes) {
+  const Shape s = shape(c, size_bytes);
+  {
+    const Buffers b = buffers(c, s, false);
+    std::vector<Work> pending;
+    for (int it = 0; it < opts_.warmup_iters; ++it) issue(c, s, b, pending);
+    wait_all(pending);
+  }
+  ResultRow row;
+  row.size = s.bytes;
+  row.count = s.param;
+  row.type = nccl_type_name(c.dtype);
+  row.redop = reduces(c.collective) ? to_string(c.op) : "none";
+  row.root = rooted(c.collective) ? c.root : -1;
+  const double factor = bus_bw_factor(collective_name(c.collective), comm_.size()).value_or(1.0);
+  for (const bool in_place : {false, true}) {
+    const double us = time_group(c, s, in_place);
+    // strata's send and recv do not define a result when their buffers alias, so an
+    // in-place sendrecv is timed (as nccl-tests does) but has nothing to check: N/A.
+    const bool checkable = !(in_place && c.collective == Collective::sendrecv);
+    std::optional<std::int64_t> wrong;
+    if (opts_.check > 0 && checkable) wrong = check_group(c, s, in_place);
+    (in_place ? row.in_place : row.out_of_place) = make_timing(us, s.bytes, factor, wrong);
+  }
+  return row;
+}
+
+}  // namespace strata::perf

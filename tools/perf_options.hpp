@@ -1,0 +1,53 @@
+// strata-perf's command line: nccl-tests' flags with the same meanings and defaults,
+// plus the ones that choose how ranks are started and connected.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/types.hpp"
+
+namespace strata::perf {
+
+enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, sendrecv };
+
+// nccl-tests' name ("all_reduce", ...), also the name bus_bw_factor expects.
+const char* collective_name(Collective c);
+// Accepts the nccl-tests names and strata's spellings (allreduce, allgather, bcast, ...).
+std::optional<Collective> parse_collective(const std::string& name);
+bool reduces(Collective c);  // takes a reduction op (redop column is not "none")
+bool rooted(Collective c);   // takes a root (root column is not -1)
+
+struct PerfOptions {
+  std::uint64_t min_bytes = 32ull << 20;
+  std::uint64_t max_bytes = 32ull << 20;
+  std::uint64_t step_bytes = 1ull << 20;
+  std::uint64_t step_factor = 1;
+  int iters = 20;
+  int warmup_iters = 1;
+  int check = 1;
+  int blocking = 0;
+  Collective collective = Collective::all_reduce;
+  std::vector<DataType> dtypes;  // one, or every type for "-d all"
+  std::vector<ReduceOp> ops;     // one, or every op for "-o all"
+  std::string dtype_arg = "float";
+  std::string op_arg = "sum";
+  int root = 0;
+  bool all_roots = false;  // "-r all"
+  std::optional<int> ranks;
+  std::string transport;  // "", "ucx" or "tcp"
+  std::string json_path;
+  double timeout_s = 0;
+};
+
+struct ParsedOptions {
+  std::optional<PerfOptions> options;  // empty: exit with exit_code (help, or a bad flag)
+  int exit_code = 0;
+};
+
+// Parses argv; prints CLI11's help or error message itself.
+ParsedOptions parse_perf_options(int argc, char** argv);
+
+}  // namespace strata::perf
