@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +22,11 @@
 #include "core/half.hpp"
 #include "strata/errors.hpp"
 #include "strata/types.hpp"
+
+namespace strata::collectives {
+// Readable parameter names in gtest's failure messages.
+void PrintTo(KernelIsa isa, std::ostream* os) { *os << to_string(isa); }
+}  // namespace strata::collectives
 
 namespace {
 
