@@ -38,8 +38,12 @@ struct Checker {
       fail("count " + std::to_string(count) + " overflows the address space");
     return count * esz * blocks;
   }
-  void buffer(const void* p, std::size_t bytes, const char* name) const {
+  void buffer(const void* p, std::size_t bytes, const char* name, DataType dt = DataType::u8) const {
     if (!p && bytes) fail(std::string(name) + " is null but count is non-zero");
+    // The reduction kernels read whole elements; refuse here rather than mid-collective.
+    if (reinterpret_cast<std::uintptr_t>(p) % dtype_size(dt) != 0)
+      fail(std::string(name) + " is not aligned to its " + std::to_string(dtype_size(dt)) +
+           "-byte elements");
   }
   void rank_arg(int r, int size, const char* name) const {
     if (r < 0 || r >= size)
@@ -107,8 +111,8 @@ Work Communicator::allreduce(const void* send, void* recv, std::size_t count, Da
   c.dtype(dt);
   c.op(op, dt);
   const auto b = c.bytes(count, dt);
-  c.buffer(send, b, "send");
-  c.buffer(recv, b, "recv");
+  c.buffer(send, b, "send", dt);
+  c.buffer(recv, b, "recv", dt);
   c.overlap(send, b, recv, b, 0, 0);
   return impl_->collective({CollectiveKind::allreduce, send, recv, count, dt, op, 0}, o);
 }
@@ -120,8 +124,8 @@ Work Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv
   c.op(op, dt);
   const auto rb = c.bytes(recvcount, dt);
   const auto sb = c.bytes(recvcount, dt, static_cast<std::size_t>(size()));
-  c.buffer(send, sb, "send");
-  c.buffer(recv, rb, "recv");
+  c.buffer(send, sb, "send", dt);
+  c.buffer(recv, rb, "recv", dt);
   c.overlap(send, sb, recv, rb, -1, static_cast<std::ptrdiff_t>(rb) * rank());
   return impl_->collective({CollectiveKind::reduce_scatter, send, recv, recvcount, dt, op, 0}, o);
 }
@@ -132,8 +136,8 @@ Work Communicator::allgather(const void* send, void* recv, std::size_t sendcount
   c.dtype(dt);
   const auto sb = c.bytes(sendcount, dt);
   const auto rb = c.bytes(sendcount, dt, static_cast<std::size_t>(size()));
-  c.buffer(send, sb, "send");
-  c.buffer(recv, rb, "recv");
+  c.buffer(send, sb, "send", dt);
+  c.buffer(recv, rb, "recv", dt);
   c.overlap(send, sb, recv, rb, static_cast<std::ptrdiff_t>(sb) * rank(), -1);
   return impl_->collective({CollectiveKind::allgather, send, recv, sendcount, dt, ReduceOp::sum, 0}, o);
 }
@@ -144,8 +148,8 @@ Work Communicator::broadcast(const void* send, void* recv, std::size_t count, Da
   c.dtype(dt);
   c.rank_arg(root, size(), "root");
   const auto b = c.bytes(count, dt);
-  if (rank() == root) c.buffer(send, b, "send");
-  c.buffer(recv, b, "recv");
+  if (rank() == root) c.buffer(send, b, "send", dt);
+  c.buffer(recv, b, "recv", dt);
   if (rank() == root) c.overlap(send, b, recv, b, 0, 0);
   return impl_->collective({CollectiveKind::broadcast, rank() == root ? send : recv, recv, count, dt,
                             ReduceOp::sum, root}, o);
@@ -158,9 +162,9 @@ Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataT
   c.op(op, dt);
   c.rank_arg(root, size(), "root");
   const auto b = c.bytes(count, dt);
-  c.buffer(send, b, "send");
+  c.buffer(send, b, "send", dt);
   if (rank() == root) {
-    c.buffer(recv, b, "recv");
+    c.buffer(recv, b, "recv", dt);
     c.overlap(send, b, recv, b, 0, 0);
   }
   return impl_->collective({CollectiveKind::reduce, send, rank() == root ? recv : nullptr, count, dt,

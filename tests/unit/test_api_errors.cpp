@@ -72,6 +72,13 @@ TEST_F(ApiErrors, PartialOverlapIsRejected) {
             "allreduce on rank 0: send and recv buffers overlap without being the in-place layout");
 }
 
+TEST_F(ApiErrors, MisalignedElements) {
+  std::vector<double> b(4);
+  auto* odd = reinterpret_cast<char*>(b.data()) + 1;
+  EXPECT_EQ(invalid([&] { comm_->allreduce(odd, odd, 2, DataType::f64, ReduceOp::sum); }),
+            "allreduce on rank 0: send is not aligned to its 8-byte elements");
+}
+
 TEST_F(ApiErrors, OverflowingCount) {
   std::vector<float> b(1);
   EXPECT_NE(invalid([&] { comm_->allreduce(b.data(), b.data(), SIZE_MAX / 2, DataType::f64, ReduceOp::sum); })

@@ -55,7 +55,7 @@ std::vector<KernelIsa> supported_isas() {
 // ---- independent model of the narrow float formats ----
 
 struct NarrowFormat {
-  int mant_bits;          // stored mantissa bits
+  int mant_bits;  // stored mantissa bits
   int exp_bits;
   std::uint16_t max_finite;
   std::uint16_t inf;
@@ -85,7 +85,11 @@ std::uint16_t round_to(const NarrowFormat& f, double d) {
   std::uint16_t lo = 0, hi = f.max_finite;
   while (lo < hi) {  // largest encoding with value <= a
     const auto mid = static_cast<std::uint16_t>((lo + hi + 1) / 2);
-    if (decode(f, mid) <= a) lo = mid; else hi = static_cast<std::uint16_t>(mid - 1);
+    if (decode(f, mid) <= a) {
+      lo = mid;
+    } else {
+      hi = static_cast<std::uint16_t>(mid - 1);
+    }
   }
   const double vlo = decode(f, lo);
   if (vlo == a) return lo | sign;
@@ -134,8 +138,8 @@ std::uint64_t ref_int(ReduceOp op, std::uint64_t abits, std::uint64_t bbits) {
     case ReduceOp::avg: ADD_FAILURE() << "avg on an integer type"; break;
   }
   // Conversion to an unsigned type is modular: exactly the wrap-around we expect.
-  return static_cast<std::uint64_t>(static_cast<std::make_unsigned_t<T>>(
-      static_cast<unsigned __int128>(r)));
+  return static_cast<std::uint64_t>(
+      static_cast<std::make_unsigned_t<T>>(static_cast<unsigned __int128>(r)));
 }
 
 std::uint64_t f32_bits(double d) {
@@ -223,18 +227,25 @@ void fill_pair(DataType dt, Buffer& a, Buffer& b, std::size_t n, std::mt19937_64
     }
   };
   auto special = [&]() -> std::uint64_t {
-    static const std::uint64_t f32s[] = {0x0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
-                                         0xffc00000, 0x7f800001, 0x7fa12345, 0x00000001,
-                                         0x80000001, 0x7f7fffff, 0x00800000};
-    static const std::uint64_t f64s[] = {0x0, 0x8000000000000000, 0x7ff0000000000000,
-                                         0xfff0000000000000, 0x7ff8000000000000,
-                                         0xfff8000000000000, 0x7ff0000000000001,
-                                         0x7ff4000000012345, 0x1, 0x8000000000000001,
-                                         0x7fefffffffffffff, 0x0010000000000000};
-    static const std::uint64_t f16s[] = {0x0, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01,
-                                         0x7d23, 0x0001, 0x8001, 0x7bff, 0x0400};
-    static const std::uint64_t bf16s[] = {0x0, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81,
-                                          0x7fa1, 0x0001, 0x8001, 0x7f7f, 0x0080};
+    static const std::uint64_t f32s[] = {0x0,        0x80000000, 0x7f800000, 0xff800000,
+                                         0x7fc00000, 0xffc00000, 0x7f800001, 0x7fa12345,
+                                         0x00000001, 0x80000001, 0x7f7fffff, 0x00800000};
+    static const std::uint64_t f64s[] = {0x0,
+                                         0x8000000000000000,
+                                         0x7ff0000000000000,
+                                         0xfff0000000000000,
+                                         0x7ff8000000000000,
+                                         0xfff8000000000000,
+                                         0x7ff0000000000001,
+                                         0x7ff4000000012345,
+                                         0x1,
+                                         0x8000000000000001,
+                                         0x7fefffffffffffff,
+                                         0x0010000000000000};
+    static const std::uint64_t f16s[] = {0x0,    0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe00,
+                                         0x7c01, 0x7d23, 0x0001, 0x8001, 0x7bff, 0x0400};
+    static const std::uint64_t bf16s[] = {0x0,    0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc0,
+                                          0x7f81, 0x7fa1, 0x0001, 0x8001, 0x7f7f, 0x0080};
     const std::size_t k = rng() % 12;
     switch (dt) {
       case DataType::f32: return f32s[k];
@@ -284,14 +295,13 @@ std::string label(KernelIsa isa, DataType dt, ReduceOp op, std::size_t n) {
 }
 
 // Expects out[i] == ref(a[i], b[i]) for all i; reports the first mismatch only.
-void expect_matches(DataType dt, ReduceOp op, const Buffer& a, const Buffer& b,
-                    const Buffer& out, std::size_t n, const std::string& what) {
+void expect_matches(DataType dt, ReduceOp op, const Buffer& a, const Buffer& b, const Buffer& out,
+                    std::size_t n, const std::string& what) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t want = ref_elem(dt, op, a.get(i), b.get(i));
     if (out.get(i) != want) {
-      ADD_FAILURE() << what << ": element " << i << " of " << n << ": " << hex(a.get(i))
-                    << " op " << hex(b.get(i)) << " gave " << hex(out.get(i)) << ", want "
-                    << hex(want);
+      ADD_FAILURE() << what << ": element " << i << " of " << n << ": " << hex(a.get(i)) << " op "
+                    << hex(b.get(i)) << " gave " << hex(out.get(i)) << ", want " << hex(want);
       return;
     }
   }
