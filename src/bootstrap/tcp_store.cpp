@@ -89,8 +89,9 @@ class StoreServer::Impl {
       boost::system::error_code ec;
       acceptor_.close(ec);
       for (auto& w : waiters_) {
-        w.timer->cancel();
-        try_answer(w.conn, w.keys, true);
+        w->answered = true;
+        w->timer.cancel();
+        try_answer(w->conn, w->keys, true);
       }
       waiters_.clear();
       answered.set_value();
@@ -112,10 +113,15 @@ class StoreServer::Impl {
     std::string body;
     std::string reply;
   };
+  // Shared with its timer's callback: a fired timer cannot be cancelled any more, so the
+  // callback must find out itself that the GET was already answered.
   struct Waiter {
     std::shared_ptr<Conn> conn;
     std::vector<std::string> keys;
-    std::shared_ptr<asio::steady_timer> timer;
+    asio::steady_timer timer;
+    bool answered = false;
+    Waiter(std::shared_ptr<Conn> c, std::vector<std::string> k, asio::io_context& io)
+        : conn(std::move(c)), keys(std::move(k)), timer(io) {}
   };
 
   void accept() {
@@ -186,13 +192,14 @@ class StoreServer::Impl {
       case wire::StoreRequest::GET: {
         std::vector<std::string> keys(req.keys().begin(), req.keys().end());
         if (try_answer(c, keys, false)) return;
-        auto timer = std::make_shared<asio::steady_timer>(io_);
-        timer->expires_after(std::chrono::milliseconds(req.timeout_ms()));
-        auto it = waiters_.insert(waiters_.end(), Waiter{c, keys, timer});
-        timer->async_wait([this, it](boost::system::error_code ec) {
-          if (ec) return;  // cancelled: answered by a SET
-          try_answer(it->conn, it->keys, true);
-          waiters_.erase(it);
+        auto w = std::make_shared<Waiter>(c, std::move(keys), io_);
+        waiters_.push_back(w);
+        w->timer.expires_after(std::chrono::milliseconds(req.timeout_ms()));
+        w->timer.async_wait([this, w](boost::system::error_code) {
+          if (w->answered) return;
+          w->answered = true;
+          try_answer(w->conn, w->keys, true);
+          waiters_.remove(w);
         });
         return;
       }
@@ -203,8 +210,10 @@ class StoreServer::Impl {
 
   void wake_waiters() {
     for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (try_answer(it->conn, it->keys, false)) {
-        it->timer->cancel();
+      auto& w = **it;
+      if (try_answer(w.conn, w.keys, false)) {
+        w.answered = true;
+        w.timer.cancel();
         it = waiters_.erase(it);
       } else {
         ++it;
@@ -217,7 +226,7 @@ class StoreServer::Impl {
   std::thread thread_;
   std::map<std::string, std::string> data_;
   std::map<std::string, std::int64_t> counters_;
-  std::list<Waiter> waiters_;
+  std::list<std::shared_ptr<Waiter>> waiters_;
   std::atomic<int> writes_in_flight_{0};
 };
 

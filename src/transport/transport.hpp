@@ -64,9 +64,11 @@ class Transport {
   // Blocks until something may have happened, at most `max`. May return early.
   virtual void wait_event(std::chrono::microseconds max) = 0;
 
-  // Thread-safe. Pending and future requests fail; wait_event returns promptly.
+  // Thread-safe. Pending and future requests fail (pending ones by the next progress()
+  // on the engine thread); wait_event returns promptly.
   virtual void abort(const std::string& why) = 0;
   virtual bool aborted() const = 0;
+  virtual std::string abort_reason() const = 0;
 };
 
 // Waits for every request, driving progress: spins briefly (latency), then sleeps in

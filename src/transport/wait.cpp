@@ -11,6 +11,8 @@ bool wait_all(Transport& t, std::span<const RequestPtr> reqs, Clock::time_point 
   const auto spin_until = Clock::now() + spin;
   for (unsigned round = 0;; ++round) {
     t.progress();
+    // After abort every pending request fails too; report the abort, not its echoes.
+    if (t.aborted()) throw AbortedError(t.abort_reason());
     bool all_done = true;
     for (const auto& r : reqs) {
       if (!r->done()) {
@@ -20,7 +22,6 @@ bool wait_all(Transport& t, std::span<const RequestPtr> reqs, Clock::time_point 
       }
     }
     if (all_done) return true;
-    if (t.aborted()) throw AbortedError("communication was aborted");
     const auto now = Clock::now();
     if (now >= deadline) return false;
     if (now < spin_until) {

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -15,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "../support/fork_ranks.hpp"
+#include "fork_ranks.hpp"
 #include "bootstrap/file_store.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
@@ -75,8 +77,7 @@ void check_received(const Bytes& buf, const RequestPtr& req, const Bytes& expect
   require(req->bytes() == expected.size(), what + ": received " + std::to_string(req->bytes()) +
                                                " bytes, expected " +
                                                std::to_string(expected.size()));
-  require(std::memcmp(buf.data(), expected.data(), expected.size()) == 0,
-          what + ": payload differs");
+  require(std::equal(expected.begin(), expected.end(), buf.begin()), what + ": payload differs");
 }
 
 void wait_ok(Transport& t, const std::vector<RequestPtr>& reqs, const std::string& what) {
@@ -110,9 +111,20 @@ class TransportConformance : public ::testing::TestWithParam<TransportKind> {
       auto t = make_transport(kind, rank, n, store, Clock::now() + 10s);
       require(t->rank() == rank && t->size() == n, "transport reports the wrong rank or size");
       Rank r{*t, store, n};
-      body(r);
-      // Nobody tears down while a peer may still need it to make progress.
-      barrier(r, "end");
+      // Nobody tears down while a peer may still need it to make progress; a rank that
+      // failed still checks in, so its peers report promptly instead of timing out here.
+      std::exception_ptr failure;
+      try {
+        body(r);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      try {
+        barrier(r, "end");
+      } catch (...) {
+        if (!failure) throw;
+      }
+      if (failure) std::rethrow_exception(failure);
     });
     EXPECT_EQ(test::failures(results), "");
   }

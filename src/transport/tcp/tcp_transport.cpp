@@ -176,7 +176,7 @@ void TcpTransport::on_header(int peer) {
 RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacity) {
   auto req = std::make_shared<TcpRequest>(peer, tag, buf, capacity);
   if (aborted()) {
-    req->fail("aborted");
+    req->fail(abort_reason());
     return req;
   }
   auto& in = in_.at(static_cast<std::size_t>(peer));
@@ -226,7 +226,7 @@ RequestPtr TcpTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
   auto req = std::make_shared<TcpRequest>(peer, tag, const_cast<void*>(buf), bytes);
   auto& out = out_.at(static_cast<std::size_t>(peer));
   if (aborted()) {
-    req->fail("aborted");
+    req->fail(abort_reason());
     return req;
   }
   if (!out.failed.empty()) {
@@ -304,14 +304,49 @@ void TcpTransport::fail_inbound(int peer, const std::string& why) {
   in.posted.clear();
 }
 
+std::string TcpTransport::abort_reason() const {
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  return "aborted: " + abort_reason_;
+}
+
+void TcpTransport::apply_abort() {
+  if (abort_applied_) return;
+  abort_applied_ = true;
+  const std::string why = abort_reason();
+  for (auto& o : out_) {
+    for (auto& r : o.in_flight) r->fail(why);
+    for (auto& r : o.queue) r->fail(why);
+    o.in_flight.clear();
+    o.queue.clear();
+  }
+  for (auto& i : in_) {
+    for (auto& [tag, q] : i.posted)
+      for (auto& r : q) r->fail(why);
+    i.posted.clear();
+    for (auto& [tag, q] : i.unexpected)
+      for (auto& u : q)
+        if (u->waiting) u->waiting->fail(why);
+  }
+  // Closing stops every read in progress: no late bytes land in a caller's buffer.
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  for (auto& o : out_)
+    if (o.sock) o.sock->close(ec);
+  for (auto& i : in_)
+    if (i.sock) i.sock->close(ec);
+}
+
 bool TcpTransport::progress() {
-  if (aborted()) return false;
+  if (aborted()) {
+    apply_abort();
+    return false;
+  }
   if (io_.stopped()) io_.restart();
   return io_.poll() > 0;
 }
 
 void TcpTransport::wait_event(std::chrono::microseconds max) {
-  if (aborted()) return;
+  if (aborted()) return apply_abort();
   if (io_.stopped()) io_.restart();
   io_.run_one_for(max);
 }

@@ -39,6 +39,7 @@ class TcpTransport : public Transport {
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
   bool aborted() const override { return aborted_.load(std::memory_order_acquire); }
+  std::string abort_reason() const override;
 
  private:
   struct Header {
@@ -72,6 +73,8 @@ class TcpTransport : public Transport {
   void fail_outbound(int peer, const std::string& why);
   void fail_inbound(int peer, const std::string& why);
   RequestPtr send_to_self(Tag tag, const void* buf, std::size_t bytes);
+  // On the engine thread, once after abort(): fails everything pending, closes sockets.
+  void apply_abort();
 
   int rank_;
   std::vector<std::string> addrs_;
@@ -80,8 +83,9 @@ class TcpTransport : public Transport {
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   std::atomic<bool> aborted_{false};
-  std::mutex abort_mu_;
+  mutable std::mutex abort_mu_;
   std::string abort_reason_;
+  bool abort_applied_ = false;
 };
 
 }  // namespace strata::transport::tcp
