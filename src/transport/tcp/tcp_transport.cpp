@@ -1,5 +1,7 @@
 #include "transport/tcp/tcp_transport.hpp"
 
+#include "transport/tcp/tcp_request.hpp"
+
 #include <cstring>
 
 #include "bootstrap/tcp_store.hpp"
@@ -10,57 +12,10 @@ namespace strata::transport::tcp {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-class TcpRequest : public Request {
- public:
-  TcpRequest(int peer, Tag tag, void* buf, std::size_t size)
-      : Request(peer), tag(tag), buf(buf), size(size) {}
-  bool done() const override { return done_; }
-  const std::string& error() const override { return error_; }
-  std::size_t bytes() const override { return bytes_; }
-  void complete(std::size_t n) {
-    bytes_ = n;
-    done_ = true;
-  }
-  void fail(std::string why) {
-    error_ = std::move(why);
-    done_ = true;
-  }
-
-  const Tag tag;
-  void* const buf;
-  const std::size_t size;  // payload bytes (send) or capacity (receive)
-
- private:
-  bool done_ = false;
-  std::string error_;
-  std::size_t bytes_ = 0;
-};
-
-// A message that arrived before its receive was posted. A receive posted while the
-// payload is still streaming in attaches itself as `waiting`.
-struct Unexpected {
-  std::vector<char> data;
-  bool complete = false;
-  std::shared_ptr<TcpRequest> waiting;
-};
-
 namespace {
 
 constexpr std::uint32_t kHelloMagic = 0x53545254;  // "STRT"
 constexpr std::size_t kMaxBatch = 64;               // frames per writev
-constexpr std::uint64_t kMaxMessage = 1ull << 40;
-
-std::string truncation(int peer, std::size_t got, std::size_t cap) {
-  return "message from rank " + std::to_string(peer) + " truncated: " + std::to_string(got) +
-         " bytes into a " + std::to_string(cap) + "-byte receive buffer";
-}
-
-// Copies a fully received unexpected message into the receive that matched it.
-void deliver(int peer, Unexpected& u, TcpRequest& r) {
-  if (u.data.size() > r.size) return r.fail(truncation(peer, u.data.size(), r.size));
-  if (!u.data.empty()) std::memcpy(r.buf, u.data.data(), u.data.size());
-  r.complete(u.data.size());
-}
 
 }  // namespace
 
@@ -113,63 +68,7 @@ void TcpTransport::read_hello(std::shared_ptr<tcp::socket> s) {
     if (ec || (*hello)[0] != kHelloMagic || peer < 0 || peer >= size() || in_[peer].sock)
       return;  // not one of ours, or a duplicate: drop it
     in_[peer].sock = std::make_unique<tcp::socket>(std::move(*s));
-    read_header(peer);
-  });
-}
-
-void TcpTransport::read_header(int peer) {
-  auto& in = in_[peer];
-  asio::async_read(*in.sock, asio::buffer(&in.header, sizeof in.header),
-                   [this, peer](auto ec, std::size_t) {
-                     if (ec) return fail_inbound(peer, "connection lost: " + ec.message());
-                     on_header(peer);
-                   });
-}
-
-void TcpTransport::on_header(int peer) {
-  auto& in = in_[peer];
-  const Tag tag = in.header.tag;
-  const std::size_t n = in.header.bytes;
-  if (n > kMaxMessage) return fail_inbound(peer, "corrupt frame header");
-
-  auto posted = in.posted.find(tag);
-  if (posted != in.posted.end()) {
-    auto req = posted->second.front();
-    posted->second.pop_front();
-    if (posted->second.empty()) in.posted.erase(posted);
-    if (n > req->size) {
-      req->fail(truncation(peer, n, req->size));
-      // Keep the stream in step: read and drop the payload.
-      in.discard.resize(n);
-      asio::async_read(*in.sock, asio::buffer(in.discard), [this, peer](auto ec, std::size_t) {
-        in_[peer].discard = {};
-        if (ec) return fail_inbound(peer, "connection lost: " + ec.message());
-        read_header(peer);
-      });
-      return;
-    }
-    asio::async_read(*in.sock, asio::buffer(req->buf, n), [this, peer, req, n](auto ec, std::size_t) {
-      if (ec) {
-        req->fail("connection to rank " + std::to_string(peer) + " lost: " + ec.message());
-        return fail_inbound(peer, "connection lost: " + ec.message());
-      }
-      req->complete(n);
-      read_header(peer);
-    });
-    return;
-  }
-
-  auto u = std::make_shared<Unexpected>();
-  u->data.resize(n);
-  in.unexpected[tag].push_back(u);
-  asio::async_read(*in.sock, asio::buffer(u->data), [this, peer, u](auto ec, std::size_t) {
-    if (ec) {
-      if (u->waiting) u->waiting->fail("connection to rank " + std::to_string(peer) + " lost");
-      return fail_inbound(peer, "connection lost: " + ec.message());
-    }
-    u->complete = true;
-    if (u->waiting) deliver(peer, *u, *u->waiting);
-    read_header(peer);
+    pump(peer);
   });
 }
 
@@ -233,9 +132,9 @@ RequestPtr TcpTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
     req->fail("rank " + std::to_string(peer) + ": " + out.failed);
     return req;
   }
+  // Sent by the next progress(), so frames posted together leave in one writev.
+  if (out.queue.empty() && !out.writing) dirty_.push_back(peer);
   out.queue.push_back(req);
-  if (!out.sock) connect(peer);
-  else flush(peer);
   return req;
 }
 
@@ -299,6 +198,11 @@ void TcpTransport::fail_inbound(int peer, const std::string& why) {
   auto& in = in_[peer];
   if (aborted()) return;
   in.failed = why;
+  const std::string msg = "rank " + std::to_string(peer) + ": " + why;
+  if (in.req) in.req->fail(msg);
+  if (in.unexpected_msg && in.unexpected_msg->waiting) in.unexpected_msg->waiting->fail(msg);
+  in.req.reset();
+  in.unexpected_msg.reset();
   for (auto& [tag, q] : in.posted)
     for (auto& r : q) r->fail("rank " + std::to_string(peer) + ": " + why);
   in.posted.clear();
@@ -341,12 +245,21 @@ bool TcpTransport::progress() {
     apply_abort();
     return false;
   }
+  for (int peer : dirty_) {
+    if (!out_[peer].sock) connect(peer);
+    else flush(peer);
+  }
+  dirty_.clear();
   if (io_.stopped()) io_.restart();
   return io_.poll() > 0;
 }
 
 void TcpTransport::wait_event(std::chrono::microseconds max) {
   if (aborted()) return apply_abort();
+  if (!dirty_.empty()) {
+    progress();
+    return;
+  }
   if (io_.stopped()) io_.restart();
   io_.run_one_for(max);
 }

@@ -55,19 +55,29 @@ class TcpTransport : public Transport {
     std::vector<std::shared_ptr<TcpRequest>> in_flight;
     std::vector<Header> headers;  // storage for the in-flight batch's headers
   };
+  // Receive side of one peer's stream. Bytes arrive into `rbuf` in as few reads as
+  // possible and frames are parsed out of it; a large payload whose receive is posted
+  // bypasses the buffer and is read straight into the caller's memory.
   struct Inbound {
     std::unique_ptr<boost::asio::ip::tcp::socket> sock;
     std::string failed;
+    std::vector<char> rbuf;
+    std::size_t rpos = 0, rend = 0;
+    bool in_payload = false;    // a header was parsed; `remaining` payload bytes follow
     Header header{};
-    std::vector<char> discard;
+    char* target = nullptr;     // where payload goes; null: drop it (truncated receive)
+    std::size_t remaining = 0;
+    std::shared_ptr<TcpRequest> req;  // the posted receive being filled, or
+    std::shared_ptr<Unexpected> unexpected_msg;  // the unexpected buffer being filled
     std::map<Tag, std::deque<std::shared_ptr<TcpRequest>>> posted;
     std::map<Tag, std::deque<std::shared_ptr<Unexpected>>> unexpected;
   };
 
   void accept();
   void read_hello(std::shared_ptr<boost::asio::ip::tcp::socket> s);
-  void read_header(int peer);
-  void on_header(int peer);
+  void pump(int peer);          // parse what is buffered, then read more
+  void begin_frame(int peer);   // a header arrived: find where its payload goes
+  void end_frame(int peer);     // its payload is complete
   void connect(int peer);
   void flush(int peer);
   void fail_outbound(int peer, const std::string& why);
@@ -82,6 +92,7 @@ class TcpTransport : public Transport {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
+  std::vector<int> dirty_;  // peers with queued sends, flushed together by progress()
   std::atomic<bool> aborted_{false};
   mutable std::mutex abort_mu_;
   std::string abort_reason_;
