@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "bootstrap.pb.h"
 #include "bootstrap/launch_env.hpp"
@@ -59,6 +60,7 @@ CommImpl::CommImpl(const Setup& s)
     throw InvalidArgument("rank " + std::to_string(rank_) + " is out of range for size " + std::to_string(size_));
   log::set_rank(rank_);
   bootstrap(s, Clock::now() + timeout_);
+  configure_spin();
   engine_ = std::make_unique<Engine>(*transport_, [this](const std::exception_ptr& e) { on_error(e); });
   if (rank_ == 0 && log::enabled(log::Level::info))
     log::info("communicator of " + std::to_string(size_) + " ranks over " + transport_->name() +
@@ -114,6 +116,17 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
   keys.clear();
   for (int r = 0; r < size_; ++r) keys.push_back("ready/" + std::to_string(r));
   store.get(keys, deadline);
+}
+
+void CommImpl::configure_spin() {
+  std::int64_t us = config::get_int("spin_us");
+  if (us < 0) {
+    int here = 0;
+    for (const auto& l : localities_) here += l.host == localities_[static_cast<std::size_t>(rank_)].host;
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    us = static_cast<unsigned>(here) <= cores ? 50 : 0;
+  }
+  transport::set_spin(std::chrono::microseconds(us));
 }
 
 const Locality& CommImpl::locality(int r) const {

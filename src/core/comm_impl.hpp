@@ -47,6 +47,7 @@ class CommImpl {
   void run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
                       std::chrono::milliseconds timeout);
   void check_usable() const;
+  void configure_spin();
   void on_error(const std::exception_ptr& e);
 
   int rank_;

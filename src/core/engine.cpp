@@ -64,7 +64,6 @@ bool Engine::poll_waiting() {
 }
 
 void Engine::loop() {
-  static const auto spin = std::chrono::microseconds(config::get_int("spin_us"));
   auto idle_since = transport::Clock::now();
   for (;;) {
     std::optional<Op> op;
@@ -77,7 +76,7 @@ void Engine::loop() {
       } else if (waiting_.empty()) {
         if (stopping_) return;
         // Stay awake a moment: the next collective usually follows at once.
-        if (transport::Clock::now() - idle_since > spin) {
+        if (transport::Clock::now() - idle_since > transport::spin()) {
           sleeping_ = true;
           cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
           sleeping_ = false;

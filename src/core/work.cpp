@@ -1,6 +1,6 @@
 #include <sched.h>
 
-#include "core/config.hpp"
+#include "transport/transport.hpp"
 #include "core/work_state.hpp"
 #include "strata/errors.hpp"
 #include "strata/work.hpp"
@@ -19,8 +19,7 @@ void WorkState::finish(std::exception_ptr error) {
 }
 
 bool WorkState::wait_until(std::chrono::steady_clock::time_point deadline) {
-  static const auto spin = std::chrono::microseconds(config::get_int("spin_us"));
-  const auto spin_until = std::chrono::steady_clock::now() + spin;
+  const auto spin_until = std::chrono::steady_clock::now() + transport::spin();
   while (!done() && std::chrono::steady_clock::now() < spin_until) sched_yield();
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_until(lock, deadline, [this] { return done(); });

@@ -75,6 +75,10 @@ class Transport {
 // wait_event (fairness when ranks outnumber cores). Throws TransportError on a failed
 // request, AbortedError after abort, and returns false if the deadline passes first.
 bool wait_all(Transport& t, std::span<const RequestPtr> reqs, Clock::time_point deadline);
+
+// How long waits poll before sleeping; process-wide, set when a communicator is created.
+void set_spin(std::chrono::microseconds us);
+std::chrono::microseconds spin();
 inline bool wait(Transport& t, const RequestPtr& r, Clock::time_point deadline) {
   return wait_all(t, std::span<const RequestPtr>(&r, 1), deadline);
 }

@@ -1,14 +1,22 @@
 #include <sched.h>
 
+#include <atomic>
+
 #include "core/config.hpp"
 #include "strata/errors.hpp"
 #include "transport/transport.hpp"
 
 namespace strata::transport {
 
+namespace {
+std::atomic<std::int64_t> g_spin_us{0};
+}
+
+void set_spin(std::chrono::microseconds us) { g_spin_us.store(us.count(), std::memory_order_relaxed); }
+std::chrono::microseconds spin() { return std::chrono::microseconds(g_spin_us.load(std::memory_order_relaxed)); }
+
 bool wait_all(Transport& t, std::span<const RequestPtr> reqs, Clock::time_point deadline) {
-  static const auto spin = std::chrono::microseconds(config::get_int("spin_us"));
-  const auto spin_until = Clock::now() + spin;
+  const auto spin_until = Clock::now() + spin();
   for (unsigned round = 0;; ++round) {
     t.progress();
     // After abort every pending request fails too; report the abort, not its echoes.
