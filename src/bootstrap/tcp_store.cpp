@@ -79,7 +79,12 @@ class StoreServer::Impl {
                            std::to_string(port) + ": " + ec.message());
     acceptor_.listen();
     accept();
+    // Return only once the thread runs: a caller that forks right away (as launchers do)
+    // must not fork while the new thread is still starting up inside the allocator.
+    std::promise<void> running;
+    asio::post(io_, [&running] { running.set_value(); });
     thread_ = std::thread([this] { io_.run(); });
+    running.get_future().wait();
   }
   ~Impl() {
     // Answer every held GET (with what is missing) before going away, so a rank whose

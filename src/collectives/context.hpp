@@ -33,8 +33,11 @@ class Scratch {
   void* get(int slot, std::size_t bytes);
 
  private:
+  struct AlignedDelete {
+    void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
   struct Block {
-    std::unique_ptr<char[]> data;
+    std::unique_ptr<char[], AlignedDelete> data;
     std::size_t size = 0;
   };
   Block blocks_[4];

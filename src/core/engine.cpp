@@ -41,12 +41,12 @@ bool Engine::poll_waiting() {
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     auto& p = it->pending;
     try {
-      if (p.request->done()) {
+      if (transport_.aborted()) {
+        throw AbortedError(p.what + ": " + transport_.abort_reason());
+      } else if (p.request->done()) {
         if (!p.request->error().empty()) throw TransportError(p.what + ": " + p.request->error());
         if (p.on_complete) p.on_complete();
         it->work->finish();
-      } else if (transport_.aborted()) {
-        throw AbortedError(p.what + ": communicator aborted");
       } else if (now >= p.deadline) {
         throw TimeoutError(p.what + " timed out: rank " + std::to_string(p.request->peer()) +
                            " did not answer before the deadline");

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -23,10 +24,7 @@ std::string thread_error() { return strataGetLastError(nullptr); }
 // What a C caller can pass where an enum is expected: any int.
 template <class E>
 E from_int(int v) {
-  static_assert(sizeof(E) == sizeof(int));
-  E e;
-  std::memcpy(&e, &v, sizeof v);
-  return e;
+  return static_cast<E>(v);
 }
 
 template <class H>
@@ -173,6 +171,28 @@ TEST(CApiInit, RejectsBadSizeRankAndIdAndClearsTheOutput) {
     EXPECT_THAT(thread_error(), HasSubstr(c.message));
     EXPECT_THAT(thread_error(), HasSubstr("strataCommInitRank: "));
   }
+}
+
+TEST(CApiInit, ForeignIdIsAnInvalidArgument) {
+  strataComm_t comm = nullptr;
+  EXPECT_EQ(strataCommInitRank(&comm, 1, filled_id('x'), 0), strataInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_THAT(thread_error(), HasSubstr("strataCommInitRank: "));
+}
+
+TEST(CApiInit, InitTimesOutWhenAPeerNeverJoins) {
+  strataUniqueId id;
+  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess) << thread_error();
+  strataConfig_t config = STRATA_CONFIG_INITIALIZER;
+  config.transport = strataTransportTcp;
+  config.timeout_ms = 500;
+  strataComm_t comm = nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  // Rank 1 of 2; rank 0 never comes.
+  EXPECT_EQ(strataCommInitRankConfig(&comm, 2, id, 1, &config), strataTimeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_THAT(thread_error(), HasSubstr("strataCommInitRankConfig: "));
 }
 
 TEST(CApiInit, RejectsBadConfigNamingTheField) {
@@ -473,6 +493,41 @@ TEST_F(OneRank, LastErrorIsKeptPerThreadAndPerCommunicator) {
   ASSERT_EQ(strataBarrier(comm_, nullptr), strataSuccess);
   EXPECT_EQ(thread_error(), mine);
   EXPECT_EQ(std::string(strataGetLastError(comm_)), theirs);
+}
+
+TEST_F(OneRank, RequestsMayBeObservedFromSeveralThreadsAtOnce) {
+  constexpr int kOps = 64;
+  std::vector<std::vector<float>> bufs(kOps, std::vector<float>(8192, 2.0f));
+  std::vector<strataRequest_t> reqs(kOps, nullptr);
+  for (int k = 0; k < kOps; ++k)
+    ASSERT_EQ(strataAllReduce(bufs[k].data(), bufs[k].data(), bufs[k].size(), strataFloat,
+                              strataSum, comm_, &reqs[k]),
+              strataSuccess);
+  // One thread blocks in strataWait while others poll the same requests and the
+  // communicator; each must see the same outcome and none may block the others.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pollers;
+  for (int p = 0; p < 2; ++p)
+    pollers.emplace_back([&] {
+      while (!stop.load()) {
+        for (auto req : reqs) {
+          int done = 0;
+          const strataResult_t r = strataTest(req, &done);
+          EXPECT_TRUE(r == strataSuccess || r == strataInProgress) << r;
+          EXPECT_EQ(done, r == strataSuccess ? 1 : 0);
+        }
+        strataResult_t async = strataInternalError;
+        EXPECT_EQ(strataCommGetAsyncError(comm_, &async), strataSuccess);
+        EXPECT_TRUE(async == strataSuccess || async == strataInProgress) << async;
+      }
+    });
+  for (auto req : reqs) EXPECT_EQ(strataWait(req), strataSuccess) << thread_error();
+  stop = true;
+  for (auto& t : pollers) t.join();
+  for (int k = 0; k < kOps; ++k) {
+    EXPECT_EQ(bufs[k][0], 2.0f);
+    EXPECT_EQ(strataRequestFree(reqs[k]), strataSuccess);
+  }
 }
 
 TEST_F(OneRank, AbortReleasesTheCommunicator) {

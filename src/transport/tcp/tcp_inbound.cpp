@@ -38,8 +38,9 @@ void TcpTransport::begin_frame(int peer) {
     return;
   }
   in.unexpected_msg = std::make_shared<Unexpected>();
-  in.unexpected_msg->data.resize(n);
-  in.target = in.unexpected_msg->data.data();
+  in.unexpected_msg->buffer = pool_.take(n);
+  in.unexpected_msg->size = n;
+  in.target = in.unexpected_msg->buffer.data.get();
   in.unexpected[tag].push_back(in.unexpected_msg);
 }
 
@@ -48,7 +49,7 @@ void TcpTransport::end_frame(int peer) {
   if (in.req) in.req->complete(in.header.bytes);
   if (auto u = std::move(in.unexpected_msg)) {
     u->complete = true;
-    if (u->waiting) deliver(peer, *u, *u->waiting);
+    if (u->waiting) deliver(peer, *u, *u->waiting, pool_);
   }
   in.req.reset();
   in.in_payload = false;

@@ -36,10 +36,41 @@ class TcpRequest : public Request {
   std::size_t bytes_ = 0;
 };
 
+// Staging memory for messages that arrive before their receive. Recycled, because a
+// fresh large allocation costs page faults worth several copies of its bytes.
+class BufferPool {
+ public:
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    std::size_t capacity = 0;
+  };
+  Buffer take(std::size_t bytes) {
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->capacity >= bytes) {
+        Buffer b = std::move(*it);
+        free_.erase(it);
+        held_ -= b.capacity;
+        return b;
+      }
+    return Buffer{std::unique_ptr<char[]>(new char[bytes ? bytes : 1]), bytes};
+  }
+  void give(Buffer b) {
+    if (!b.data || held_ + b.capacity > kMaxHeld) return;
+    held_ += b.capacity;
+    free_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr std::size_t kMaxHeld = 256u << 20;
+  std::vector<Buffer> free_;
+  std::size_t held_ = 0;
+};
+
 // A message that arrived before its receive was posted. A receive posted while the
 // payload is still streaming in attaches itself as `waiting`.
 struct Unexpected {
-  std::vector<char> data;
+  BufferPool::Buffer buffer;
+  std::size_t size = 0;
   bool complete = false;
   std::shared_ptr<TcpRequest> waiting;
 };
@@ -50,10 +81,14 @@ inline std::string truncation(int peer, std::size_t got, std::size_t cap) {
 }
 
 // Copies a fully received unexpected message into the receive that matched it.
-inline void deliver(int peer, Unexpected& u, TcpRequest& r) {
-  if (u.data.size() > r.size) return r.fail(truncation(peer, u.data.size(), r.size));
-  if (!u.data.empty()) std::memcpy(r.buf, u.data.data(), u.data.size());
-  r.complete(u.data.size());
+inline void deliver(int peer, Unexpected& u, TcpRequest& r, BufferPool& pool) {
+  if (u.size > r.size) {
+    r.fail(truncation(peer, u.size, r.size));
+  } else {
+    if (u.size) std::memcpy(r.buf, u.buffer.data.get(), u.size);
+    r.complete(u.size);
+  }
+  pool.give(std::move(u.buffer));
 }
 
 }  // namespace strata::transport::tcp

@@ -84,7 +84,7 @@ RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     auto u = it->second.front();
     it->second.pop_front();
     if (it->second.empty()) in.unexpected.erase(it);
-    if (u->complete) deliver(peer, *u, *req);
+    if (u->complete) deliver(peer, *u, *req, pool_);
     else u->waiting = req;
     return req;
   }
@@ -112,7 +112,9 @@ RequestPtr TcpTransport::send_to_self(Tag tag, const void* buf, std::size_t byte
     }
   } else {
     auto u = std::make_shared<Unexpected>();
-    u->data.assign(static_cast<const char*>(buf), static_cast<const char*>(buf) + bytes);
+    u->buffer = pool_.take(bytes);
+    u->size = bytes;
+    if (bytes) std::memcpy(u->buffer.data.get(), buf, bytes);
     u->complete = true;
     in.unexpected[tag].push_back(u);
   }

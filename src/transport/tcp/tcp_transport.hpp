@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "transport/tcp/tcp_request.hpp"
 #include "transport/transport.hpp"
 
 namespace strata::transport::tcp {
@@ -92,7 +93,8 @@ class TcpTransport : public Transport {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
-  std::vector<int> dirty_;  // peers with queued sends, flushed together by progress()
+  std::vector<int> dirty_;
+  BufferPool pool_;  // peers with queued sends, flushed together by progress()
   std::atomic<bool> aborted_{false};
   mutable std::mutex abort_mu_;
   std::string abort_reason_;
