@@ -61,14 +61,16 @@ CommImpl::CommImpl(const Setup& s)
   log::set_rank(rank_);
   bootstrap(s, Clock::now() + timeout_);
   configure_spin();
-  engine_ = std::make_unique<Engine>(*transport_, [this](const std::exception_ptr& e) { on_error(e); });
+  engine_ = std::make_shared<Engine>(*transport_, [this](const std::exception_ptr& e) { on_error(e); });
+  engine_->start();
   if (rank_ == 0 && log::enabled(log::Level::info))
     log::info("communicator of " + std::to_string(size_) + " ranks over " + transport_->name() +
               "; settings:\n" + config::dump());
 }
 
 CommImpl::~CommImpl() {
-  engine_.reset();  // drains queued work first
+  engine_->stop();  // drains queued work first
+  engine_.reset();
   transport_.reset();
 }
 
@@ -119,14 +121,7 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
 }
 
 void CommImpl::configure_spin() {
-  std::int64_t us = config::get_int("spin_us");
-  if (us < 0) {
-    int here = 0;
-    for (const auto& l : localities_) here += l.host == localities_[static_cast<std::size_t>(rank_)].host;
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    us = static_cast<unsigned>(here) <= cores ? 50 : 0;
-  }
-  transport::set_spin(std::chrono::microseconds(us));
+  transport::set_spin(std::chrono::microseconds(std::max<std::int64_t>(0, config::get_int("spin_us"))));
 }
 
 const Locality& CommImpl::locality(int r) const {
@@ -170,7 +165,6 @@ void CommImpl::abort(const std::string& why) {
 
 Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) {
   check_usable();
-  auto work = std::make_shared<WorkState>();
   const auto timeout = o.timeout.count() > 0 ? o.timeout : timeout_;
   std::lock_guard<std::mutex> lock(issue_mu_);
   Fingerprint fp;
@@ -180,7 +174,7 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) 
   fp.count = a.count;
   fp.op = a.op;
   fp.root = a.root;
-  engine_->submit(work, [this, fp, a, timeout]() -> std::optional<Pending> {
+  auto work = engine_->submit([this, fp, a, timeout]() -> std::optional<Pending> {
     check_usable();
     run_collective(fp, a, timeout);
     return std::nullopt;
@@ -237,13 +231,12 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
 Work CommImpl::point_to_point(bool is_send, void* buf, std::size_t count, DataType dt, int peer,
                               const CallOptions& o) {
   check_usable();
-  auto work = std::make_shared<WorkState>();
   const auto timeout = o.timeout.count() > 0 ? o.timeout : timeout_;
   const std::size_t bytes = count * dtype_size(dt);
   std::lock_guard<std::mutex> lock(issue_mu_);
   auto& seqs = is_send ? send_seq_ : recv_seq_;
   const std::uint64_t seq = seqs[static_cast<std::size_t>(peer)]++;
-  engine_->submit(work, [=, this]() -> std::optional<Pending> {
+  auto work = engine_->submit([=, this]() -> std::optional<Pending> {
     check_usable();
     const auto tag = transport::p2p_tag(seq);
     Pending p;

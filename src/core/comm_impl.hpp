@@ -68,7 +68,7 @@ class CommImpl {
   std::atomic<bool> failed_{false};
   std::string failure_;
 
-  std::unique_ptr<Engine> engine_;  // last: stopped first
+  std::shared_ptr<Engine> engine_;  // last: stopped first; Work handles hold weak refs
 };
 
 }  // namespace strata::detail

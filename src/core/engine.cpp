@@ -2,37 +2,70 @@
 
 #include <sched.h>
 
-#include "core/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::detail {
 
-Engine::Engine(transport::Transport& t, OnError on_error)
-    : transport_(t), on_error_(std::move(on_error)), thread_([this] { loop(); }) {}
+namespace {
+// How long an operation nobody waits for sits before the engine thread takes it: long
+// enough for a caller that issues and then waits to get there first.
+constexpr auto kGrace = std::chrono::microseconds(30);
+}  // namespace
 
-Engine::~Engine() {
+Engine::Engine(transport::Transport& t, OnError on_error)
+    : transport_(t), on_error_(std::move(on_error)) {}
+
+void Engine::start() { thread_ = std::thread([this] { loop(); }); }
+
+Engine::~Engine() { stop(); }
+
+void Engine::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
-void Engine::submit(std::shared_ptr<WorkState> work, Run run) {
+std::shared_ptr<WorkState> Engine::submit(Run run) {
+  auto work = std::make_shared<WorkState>(weak_from_this());
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Op{std::move(work), std::move(run)});
-    queued_.fetch_add(1, std::memory_order_release);
+    queue_.push_back(Op{work, std::move(run), transport::Clock::now()});
     wake = sleeping_;
   }
   if (wake) cv_.notify_one();
+  return work;
+}
+
+std::optional<Engine::Op> Engine::pop(bool only_if_stale) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (queue_.empty()) return std::nullopt;
+  if (only_if_stale && transport::Clock::now() - queue_.front().queued_at < kGrace)
+    return std::nullopt;
+  Op op = std::move(queue_.front());
+  queue_.pop_front();
+  return op;
 }
 
 void Engine::fail(const std::shared_ptr<WorkState>& w, std::exception_ptr e) {
   on_error_(e);
   w->finish(e);
+}
+
+void Engine::execute(Op& op) {
+  try {
+    if (auto p = op.run()) {
+      waiting_.push_back(Waiting{op.work, std::move(*p)});
+      waiting_count_.store(waiting_.size(), std::memory_order_release);
+    } else {
+      op.work->finish();
+    }
+  } catch (...) {
+    fail(op.work, std::current_exception());
+  }
 }
 
 bool Engine::poll_waiting() {
@@ -60,48 +93,66 @@ bool Engine::poll_waiting() {
     it = waiting_.erase(it);
     any = true;
   }
+  waiting_count_.store(waiting_.size(), std::memory_order_release);
   return any;
+}
+
+void Engine::run_until(const WorkState& work) {
+  std::lock_guard<std::mutex> exec(exec_mu_);
+  while (!work.done()) {
+    if (auto op = pop(false)) {
+      execute(*op);
+      continue;
+    }
+    // Ours is a posted point-to-point operation: drive the transport until it lands.
+    transport_.progress();
+    if (!poll_waiting() && !work.done()) transport_.wait_event(std::chrono::microseconds(200));
+  }
 }
 
 void Engine::loop() {
   auto idle_since = transport::Clock::now();
   for (;;) {
-    std::optional<Op> op;
+    bool have_queue, have_waiting;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (!queue_.empty()) {
-        op = std::move(queue_.front());
-        queue_.pop_front();
-        queued_.fetch_sub(1, std::memory_order_relaxed);
-      } else if (waiting_.empty()) {
+      have_queue = !queue_.empty();
+      have_waiting = waiting_count_.load(std::memory_order_acquire) > 0;
+      if (!have_queue && !have_waiting) {
         if (stopping_) return;
-        // Stay awake a moment: the next collective usually follows at once.
         if (transport::Clock::now() - idle_since > transport::spin()) {
           sleeping_ = true;
-          cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+          cv_.wait_for(lock, std::chrono::milliseconds(100),
+                       [this] { return !queue_.empty() || stopping_; });
           sleeping_ = false;
           idle_since = transport::Clock::now();
+          continue;
         }
       }
     }
-    if (op) {
-      try {
-        if (auto p = op->run()) waiting_.push_back(Waiting{op->work, std::move(*p)});
-        else op->work->finish();
-      } catch (...) {
-        fail(op->work, std::current_exception());
+    if (have_queue || have_waiting) {
+      // Blocks while a caller runs operations itself; no point spinning meanwhile.
+      std::unique_lock<std::mutex> exec(exec_mu_);
+      {
+        bool stopping;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          stopping = stopping_;
+        }
+        if (auto op = pop(!stopping)) {
+          execute(*op);
+          idle_since = transport::Clock::now();
+          continue;
+        }
+        if (!waiting_.empty()) {
+          transport_.progress();
+          if (!poll_waiting()) transport_.wait_event(std::chrono::microseconds(200));
+          idle_since = transport::Clock::now();
+          continue;
+        }
       }
-      idle_since = transport::Clock::now();
-      continue;
     }
-    if (!waiting_.empty()) {
-      transport_.progress();
-      if (!poll_waiting() && queued_.load(std::memory_order_acquire) == 0)
-        transport_.wait_event(std::chrono::microseconds(200));
-      idle_since = transport::Clock::now();
-    } else {
-      sched_yield();
-    }
+    sched_yield();
   }
 }
 

@@ -1,9 +1,14 @@
-// The progress engine: one thread per communicator that runs operations in issue order.
-// Collectives run to completion on it; point-to-point operations only post their request
-// and finish later, so a send and a matching receive queued on two ranks in either order
-// cannot deadlock. Only this thread touches the transport (abort() excepted).
+// The progress engine runs a communicator's operations in issue order. Collectives run
+// to completion; point-to-point operations only post their request and finish later, so
+// a send and a matching receive queued on two ranks in either order cannot deadlock.
+//
+// Whoever holds exec_mu_ may touch the transport: the engine thread, or a caller
+// blocked in Work::wait, which runs queued operations itself up to its own. The common
+// "issue, then wait" pattern thus costs no thread hand-off; operations nobody waits for
+// are picked up by the engine thread after a short grace period.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -25,37 +30,45 @@ struct Pending {
   std::function<void()> on_complete;  // may throw (e.g. wrong size)
 };
 
-class Engine {
+class Engine : public std::enable_shared_from_this<Engine> {
  public:
   using Run = std::function<std::optional<Pending>()>;
   using OnError = std::function<void(const std::exception_ptr&)>;
 
   Engine(transport::Transport& t, OnError on_error);
-  ~Engine();  // finishes what was queued, then joins
-  void submit(std::shared_ptr<WorkState> work, Run run);
+  ~Engine();
+  void start();  // after construction by make_shared, so the thread may use weak_from_this
+  void stop();   // finishes what was queued, then joins
+  std::shared_ptr<WorkState> submit(Run run);
+  // Runs queued operations on the calling thread until `work` is done.
+  void run_until(const WorkState& work);
 
  private:
   struct Op {
     std::shared_ptr<WorkState> work;
     Run run;
+    transport::Clock::time_point queued_at;
   };
   struct Waiting {
     std::shared_ptr<WorkState> work;
     Pending pending;
   };
   void loop();
-  bool poll_waiting();  // true if any finished
+  std::optional<Op> pop(bool only_if_stale);
+  void execute(Op& op);  // exec_mu_ held
+  bool poll_waiting();   // exec_mu_ held; true if any finished
   void fail(const std::shared_ptr<WorkState>& w, std::exception_ptr e);
 
   transport::Transport& transport_;
   OnError on_error_;
-  std::mutex mu_;
+  std::mutex mu_;  // queue_ and flags
   std::condition_variable cv_;
   std::deque<Op> queue_;
-  std::atomic<std::size_t> queued_{0};
   bool stopping_ = false;
   bool sleeping_ = false;
-  std::deque<Waiting> waiting_;  // engine thread only
+  std::mutex exec_mu_;           // the right to run operations and touch the transport
+  std::deque<Waiting> waiting_;  // guarded by exec_mu_
+  std::atomic<std::size_t> waiting_count_{0};
   std::thread thread_;
 };
 

@@ -1,6 +1,7 @@
 #include <sched.h>
 
 #include "transport/transport.hpp"
+#include "core/engine.hpp"
 #include "core/work_state.hpp"
 #include "strata/errors.hpp"
 #include "strata/work.hpp"
@@ -16,6 +17,11 @@ void WorkState::finish(std::exception_ptr error) {
     done_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
+}
+
+void WorkState::help() {
+  if (done()) return;
+  if (auto e = engine_.lock()) e->run_until(*this);
 }
 
 bool WorkState::wait_until(std::chrono::steady_clock::time_point deadline) {
@@ -35,6 +41,7 @@ void require_valid(const std::shared_ptr<detail::WorkState>& s) {
 
 void Work::wait() {
   require_valid(state_);
+  state_->help();
   state_->wait_until(std::chrono::steady_clock::time_point::max());
   state_->rethrow();
 }

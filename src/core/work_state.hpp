@@ -4,12 +4,19 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 
 namespace strata::detail {
 
+class Engine;
+
 class WorkState {
  public:
+  explicit WorkState(std::weak_ptr<Engine> engine = {}) : engine_(std::move(engine)) {}
+  // Caller side: run queued operations on this thread until this one is done.
+  void help();
+
   // Engine side: publish the outcome once.
   void finish(std::exception_ptr error = nullptr);
 
@@ -22,6 +29,7 @@ class WorkState {
   }
 
  private:
+  std::weak_ptr<Engine> engine_;
   std::atomic<bool> done_{false};
   std::exception_ptr error_;
   std::mutex mu_;
