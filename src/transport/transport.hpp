@@ -65,7 +65,9 @@ class Transport {
   virtual void wait_event(std::chrono::microseconds max) = 0;
 
   // Thread-safe. Pending and future requests fail (pending ones by the next progress()
-  // on the engine thread); wait_event returns promptly.
+  // on the engine thread); wait_event returns promptly. A receive that a peer was
+  // already writing into (UCX rendezvous over shared memory) may still land until the
+  // transport is destroyed, so the communicator never reuses such buffers itself.
   virtual void abort(const std::string& why) = 0;
   virtual bool aborted() const = 0;
   virtual std::string abort_reason() const = 0;
