@@ -116,9 +116,12 @@ void Engine::loop() {
     bool have_queue, have_waiting;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      have_queue = !queue_.empty();
+      // A fresh operation is left to the caller who is about to wait for it: contending
+      // for exec_mu_ here would cost that caller a futex sleep.
+      have_queue = !queue_.empty() &&
+                   (stopping_ || transport::Clock::now() - queue_.front().queued_at >= kGrace);
       have_waiting = waiting_count_.load(std::memory_order_acquire) > 0;
-      if (!have_queue && !have_waiting) {
+      if (queue_.empty() && !have_waiting) {
         if (stopping_) return;
         if (transport::Clock::now() - idle_since > transport::spin()) {
           sleeping_ = true;
