@@ -43,7 +43,9 @@ void TcpTransport::set_peer_addresses(std::vector<std::string> addrs) {
   addrs_ = std::move(addrs);
 }
 
-TcpTransport::~TcpTransport() {
+TcpTransport::~TcpTransport() { close_sockets(); }
+
+void TcpTransport::close_sockets() {
   boost::system::error_code ec;
   acceptor_.close(ec);
   for (auto& o : out_)
@@ -234,12 +236,7 @@ void TcpTransport::apply_abort() {
         if (u->waiting) u->waiting->fail(why);
   }
   // Closing stops every read in progress: no late bytes land in a caller's buffer.
-  boost::system::error_code ec;
-  acceptor_.close(ec);
-  for (auto& o : out_)
-    if (o.sock) o.sock->close(ec);
-  for (auto& i : in_)
-    if (i.sock) i.sock->close(ec);
+  close_sockets();
 }
 
 bool TcpTransport::progress() {

@@ -86,6 +86,7 @@ class TcpTransport : public Transport {
   RequestPtr send_to_self(Tag tag, const void* buf, std::size_t bytes);
   // On the engine thread, once after abort(): fails everything pending, closes sockets.
   void apply_abort();
+  void close_sockets();
 
   int rank_;
   std::vector<std::string> addrs_;
