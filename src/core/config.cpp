@@ -29,6 +29,21 @@ const std::vector<Setting>& registry() {
        "How long a waiting thread polls (yielding in between) before it sleeps in the "
        "kernel. Measured on 2 cores with 4 ranks, yielding spins still beat sleeping at "
        "once, so the default spins even when ranks outnumber cores."},
+      {"wan_streams", "STRATA_WAN_STREAMS", Type::integer, "0",
+       "Parallel TCP streams per peer pair on the WAN link; 0 derives it from "
+       "STRATA_WAN_BDP_BYTES (enough streams to fill the path), else 4."},
+      {"wan_bdp_bytes", "STRATA_WAN_BDP_BYTES", Type::integer, "0",
+       "Bandwidth-delay product of the WAN path in bytes (0: unknown); sizes the default "
+       "stream count, since one stream moves at most its window per round trip."},
+      {"wan_stripe_bytes", "STRATA_WAN_STRIPE_BYTES", Type::integer, "524288",
+       "Stripe size of the WAN link: messages are cut into stripes, each sent on the stream "
+       "with the fewest unacknowledged bytes."},
+      {"wan_socket_buffer", "STRATA_WAN_SOCKET_BUFFER", Type::integer, "8388608",
+       "SO_SNDBUF/SO_RCVBUF of WAN streams; a long fat path needs buffers near its BDP."},
+      {"wan_emulate", "STRATA_WAN_EMULATE", Type::string, "",
+       "In-process WAN emulation, e.g. rate=200mbit,delay=25ms,window=4m,loss=0.001 (token "
+       "bucket per peer, one-way delay, unacknowledged bytes per stream, probability per "
+       "frame of dropping the stream)."},
   };
   return settings;
 }

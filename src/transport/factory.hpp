@@ -14,6 +14,10 @@ std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Sto
                                               Clock::time_point deadline);
 std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
                                               Clock::time_point deadline);
+// The inter-region link (src/wan/): K striped TCP streams per peer, configured by
+// STRATA_WAN_*; publishes "wan/<rank>".
+std::unique_ptr<Transport> make_wan_transport(int rank, int size, bootstrap::Store& store,
+                                              Clock::time_point deadline);
 
 inline std::unique_ptr<Transport> make_transport(TransportKind kind, int rank, int size,
                                                  bootstrap::Store& store,
