@@ -19,6 +19,14 @@ void ring_reduce_scatter(Context& ctx, const Group& g, const void* send, void* r
 // recv holds g.size() blocks of sendcount; block i comes from rank i of the group.
 void ring_allgather(Context& ctx, const Group& g, const void* send, void* recv,
                     std::size_t sendcount, DataType dt);
+// Building blocks for hierarchical plans, over n elements split into g.size() uneven
+// pieces (piece_begin/piece_size). After the reduce-scatter, piece g.me of recv is the
+// group's reduction (op avg reduces as sum here); the other pieces hold partial sums.
+// The allgather fills every other piece of buf from its owner.
+void ring_reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv,
+                                std::size_t n, DataType dt, ReduceOp op);
+void ring_allgather_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt);
+
 // Reduce-scatter to every rank, then each rank sends its block to the root.
 void ring_reduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
                  DataType dt, ReduceOp op, int root);

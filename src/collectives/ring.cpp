@@ -157,6 +157,22 @@ void ring_allgather(Context& ctx, const Group& g, const void* send, void* recv,
   allgather_core(ctx, g, out, L, g.me);
 }
 
+void ring_reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv,
+                                std::size_t n, DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt);
+  if (g.size() == 1 || n == 0) return copy_if_distinct(recv, send, n * esz);
+  const Layout L(n, g.size(), dt, ctx.chunk_bytes());
+  char* out = static_cast<char*>(recv);
+  reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1,
+                      [&](int s) { return out + L.seg_begin(s) * esz; });
+}
+
+void ring_allgather_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt) {
+  if (g.size() == 1 || n == 0) return;
+  const Layout L(n, g.size(), dt, ctx.chunk_bytes());
+  allgather_core(ctx, g, static_cast<char*>(buf), L, g.me);
+}
+
 void ring_reduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
                  DataType dt, ReduceOp op, int root) {
   const std::size_t esz = dtype_size(dt);

@@ -11,6 +11,9 @@
 #include "core/log.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
+#include "hierarchy/hierarchical_allreduce.hpp"
+#include "topology/levels.hpp"
+#include "topology/topology_file.hpp"
 #include "transport/tags.hpp"
 
 namespace strata::detail {
@@ -112,12 +115,34 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     for (int q = 0; q < r; ++q)
       if (localities_[static_cast<std::size_t>(q)].host == l.host) ++l.local_rank;
   }
+  plan_levels();
   transport_ = transport::make_transport(kind_, rank_, size_, store, deadline);
   // Nobody may leave (and rank 0 may not stop the store) before everyone is connected.
   store.set("ready/" + std::to_string(rank_), "1");
   keys.clear();
   for (int r = 0; r < size_; ++r) keys.push_back("ready/" + std::to_string(r));
   store.get(keys, deadline);
+}
+
+void CommImpl::plan_levels() {
+  if (auto topo = topology::load_topology_from_env(size_))
+    localities_ = topology::apply_placements(*topo, std::move(localities_));
+  const std::string algo = config::get_string("algo");
+  if (algo != "auto" && algo != "hier" && algo != "flat")
+    throw InvalidArgument("STRATA_ALGO='" + algo + "' is not one of auto, hier, flat");
+  if (algo == "flat") return;
+  const auto layout = topology::derive_layout(localities_);
+  const bool multi_region = !layout.split_rail.empty() &&
+                            layout.split_rail.back().level == topology::Level::region;
+  if (!layout.uniform || !multi_region) {
+    if (algo == "hier")
+      throw InvalidArgument("STRATA_ALGO=hier needs ranks in several regions with a uniform layout" +
+                            (layout.uniform ? std::string(": all ranks are in one region")
+                                            : ": " + layout.irregularity));
+    return;
+  }
+  for (const auto& rg : topology::groups_of(layout.split_rail, rank_))
+    hier_levels_.push_back(collectives::Group{rg.ranks, rg.me});
 }
 
 void CommImpl::configure_spin() {
@@ -214,7 +239,10 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
   }
   collectives::Context ctx(params);
   try {
-    collectives::run_collective(ctx, collectives::Group::world(rank_, size_), a);
+    if (a.kind == CollectiveKind::allreduce && !hier_levels_.empty())
+      hierarchy::hierarchical_allreduce(ctx, hier_levels_, a.send, a.recv, a.count, a.dtype, a.op, size_);
+    else
+      collectives::run_collective(ctx, collectives::Group::world(rank_, size_), a);
   } catch (const TimeoutError& e) {
     // The fingerprint tells whether the previous rank ever reached this collective.
     if (fp_recv && !fp_recv->done())

@@ -48,6 +48,7 @@ class CommImpl {
                       std::chrono::milliseconds timeout);
   void check_usable() const;
   void configure_spin();
+  void plan_levels();  // topology file, then the hierarchical plan's groups if any
   void on_error(const std::exception_ptr& e);
 
   int rank_;
@@ -59,6 +60,7 @@ class CommImpl {
   std::vector<Locality> localities_;
   std::unique_ptr<transport::Transport> transport_;
   collectives::Scratch scratch_;
+  std::vector<collectives::Group> hier_levels_;  // innermost first; empty: flat plans
 
   std::mutex issue_mu_;  // orders sequence numbers with queue order
   std::uint64_t next_seq_ = 0;

@@ -13,6 +13,12 @@ const std::vector<Setting>& registry() {
       {"timeout_s", "STRATA_TIMEOUT_S", Type::real, "300",
        "Deadline in seconds for bootstrap and for each collective; on expiry the error names "
        "the ranks that did not answer."},
+      {"algo", "STRATA_ALGO", Type::string, "auto",
+       "Allreduce plan: auto (hierarchical when the ranks span several regions in a "
+       "uniform layout, else flat), hier, or flat."},
+      {"topo_file", "STRATA_TOPO_FILE", Type::string, "",
+       "Topology file (protobuf text format) whose placements override STRATA_REGION, "
+       "_CLUSTER, _RACK and _HOST; see bench/topologies/."},
       {"transport", "STRATA_TRANSPORT", Type::string, "ucx",
        "Point-to-point fabric: ucx (shared memory, RDMA, TCP as UCX picks) or tcp."},
       {"debug", "STRATA_DEBUG", Type::string, "WARN", "Log level: ERROR, WARN, INFO, TRACE."},

@@ -1,0 +1,35 @@
+// The per-rank half of the multiprocess correctness checks: a list of collective cases
+// and a runner that executes one on a live communicator and compares it with the
+// reference computed from every rank's inputs (and checks all ranks hold equal bits).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strata/strata.hpp"
+
+namespace strata::test {
+
+struct Case {
+  CollectiveKind kind;
+  DataType dt;
+  ReduceOp op;
+  std::size_t count;
+  int root;
+  bool in_place;
+  std::string name() const;
+};
+
+// Every collective x dtype x op over sizes {0, 1, 7, 1000+p, 20011}, alternating in and out
+// of place; `large` adds a few cases of a million elements and more.
+std::vector<Case> cases(int p, bool large);
+// Only allreduce cases.
+std::vector<Case> allreduce_cases(int p, bool large);
+// "" on success, else a description of what was wrong.
+std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id);
+// send/recv around the ring at several sizes, then barriers; throws on corruption.
+void p2p_and_barrier(Communicator& comm);
+// Runs every case; throws listing the first failures.
+void run_all(Communicator& comm, const std::vector<Case>& all);
+
+}  // namespace strata::test
