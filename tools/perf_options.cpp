@@ -88,6 +88,12 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
                  "all_reduce, reduce_scatter, all_gather, broadcast, reduce or sendrecv (ring neighbours)")
       ->capture_default_str();
   app.add_option("--ranks", ranks, "Start this many local ranks and run as one job")->check(CLI::Range(1, 4096));
+  app.add_option("--regions", o.regions,
+                 "With --ranks: give the spawned ranks this many regions (STRATA_REGION), in "
+                 "contiguous blocks of rank order")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_flag("--interleave", o.interleave, "With --regions: rank r goes to region r % regions");
   app.add_option("--transport", o.transport, "ucx or tcp (default: STRATA_TRANSPORT, else ucx)")
       ->check(CLI::IsMember({"ucx", "tcp"}));
   app.add_option("--json", o.json_path, "Write the results as JSON to this file (rank 0)");

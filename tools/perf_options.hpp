@@ -37,6 +37,8 @@ struct PerfOptions {
   int root = 0;
   bool all_roots = false;  // "-r all"
   std::optional<int> ranks;
+  int regions = 1;          // spawned ranks are split into this many fake regions
+  bool interleave = false;  // region of rank r is r % regions instead of blocks in rank order
   std::string transport;  // "", "ucx" or "tcp"
   std::string json_path;
   double timeout_s = 0;

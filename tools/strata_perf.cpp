@@ -40,14 +40,30 @@ bool launched_externally() {
   return false;
 }
 
-int spawn_local(int nranks, int argc, char** argv) {
+// Fake regions for ranks on one machine: each region is one "host", so the hierarchical
+// plan reduces inside a region first and only the shards cross the (emulated) WAN.
+std::string region_of(int rank, int nranks, const PerfOptions& o) {
+  const int per = std::max(1, (nranks + o.regions - 1) / o.regions);
+  const int r = o.interleave ? rank % o.regions : std::min(rank / per, o.regions - 1);
+  return "region" + std::to_string(r);
+}
+
+int spawn_local(int nranks, int argc, char** argv, const PerfOptions& o) {
   tools::LaunchSpec spec;
   spec.nranks = nranks;
   spec.argv.push_back(tools::self_executable());
   for (int i = 1; i < argc; ++i) spec.argv.emplace_back(argv[i]);
   spec.all_stdout = false;  // rank 0 prints the table; the others would only add noise
   spec.name = "strata-perf";
-  spec.extra_env = [](int) { return tools::EnvList{{kSpawnedMarker, "1"}}; };
+  spec.extra_env = [nranks, &o](int rank) {
+    tools::EnvList env{{kSpawnedMarker, "1"}};
+    if (o.regions > 1) {
+      const std::string region = region_of(rank, nranks, o);
+      env.push_back({"STRATA_REGION", region});
+      env.push_back({"STRATA_HOST", region + "-host"});
+    }
+    return env;
+  };
   return tools::launch(spec);
 }
 
@@ -147,8 +163,8 @@ int main(int argc, char** argv) {
   const PerfOptions& o = *parsed.options;
   try {
     if (!env_set(kSpawnedMarker)) {
-      if (o.ranks) return spawn_local(*o.ranks, argc, argv);
-      if (!launched_externally()) return spawn_local(kDefaultLocalRanks, argc, argv);
+      if (o.ranks) return spawn_local(*o.ranks, argc, argv, o);
+      if (!launched_externally()) return spawn_local(kDefaultLocalRanks, argc, argv, o);
     }
     return run_rank(o);
   } catch (const std::exception& e) {
