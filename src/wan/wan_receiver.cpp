@@ -1,0 +1,298 @@
+// The WAN link's receiving side: frames parsed out of a per-stream buffer (a large
+// stripe of a message whose receive is posted is read straight into the caller's
+// buffer), checked by sequence number and CRC, held for the emulated delay, then
+// delivered; messages are matched to receives in message-id order per peer.
+#include <cstring>
+
+#include "wan/crc32c.hpp"
+#include "wan/wan_transport.hpp"
+
+namespace strata::wan {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+constexpr std::uint32_t kHelloMagic = 0x5354524E;  // "STRN"
+constexpr std::size_t kReadBuffer = 256 << 10;
+constexpr std::size_t kDirectRead = 64 << 10;  // payload left beyond this skips the buffer
+constexpr std::uint64_t kMaxMessage = 1ull << 40;
+constexpr std::uint32_t kMaxStripe = 64u << 20;
+}  // namespace
+
+void WanTransport::accept() {
+  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+    if (ec) return;  // closed or aborted
+    s.set_option(tcp::no_delay(true), ec);
+    read_hello(std::make_shared<Socket>(std::move(s)));
+    accept();
+  });
+}
+
+void WanTransport::read_hello(SocketPtr sock) {
+  auto hello = std::make_shared<std::array<std::uint32_t, 4>>();
+  asio::async_read(*sock, asio::buffer(*hello), [this, sock, hello](boost::system::error_code ec, std::size_t) {
+    const auto& h = *hello;
+    if (ec || aborted() || h[0] != kHelloMagic || h[1] >= static_cast<std::uint32_t>(size()) ||
+        h[2] >= static_cast<std::uint32_t>(opt_.streams))
+      return;  // not one of ours: drop it
+    const int peer = static_cast<int>(h[1]), s = static_cast<int>(h[2]);
+    auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+    // A new connection for a stream replaces the old one: the sender saw it break.
+    boost::system::error_code ignored;
+    if (st.sock) st.sock->close(ignored);
+    st.sock = sock;
+    st.rbuf.resize(kReadBuffer);
+    st.rpos = st.rend = 0;
+    st.in_payload = false;
+    st.msg.reset();
+    st.ack_writing = false;
+    st.acked_seq = 0;  // re-acknowledge, so the sender resends only what is missing
+    pump(peer, s);
+    send_ack(peer, s);
+  });
+}
+
+void WanTransport::pump(int peer, int s) {
+  auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  const SocketPtr sock = st.sock;
+  for (;;) {
+    const std::size_t avail = st.rend - st.rpos;
+    if (!st.in_payload) {
+      if (avail < kHeaderBytes) break;
+      const unsigned char* header = st.rbuf.data() + st.rpos;
+      st.rpos += kHeaderBytes;
+      if (!begin_frame(peer, s, header)) return;
+      continue;
+    }
+    const std::size_t n = std::min(st.remaining, avail);
+    consume(st, st.rbuf.data() + st.rpos, n);
+    st.rpos += n;
+    if (st.remaining == 0) {
+      if (!end_frame(peer, s)) return;
+      continue;
+    }
+    // Only a matched receive's own buffer is read into directly: staging may be freed
+    // (moved to a receive posted meanwhile) while a read would still be writing to it.
+    InMsg* m = st.msg.get();
+    if (!st.discard && m && m->req && m->dest && st.remaining >= kDirectRead) {
+      char* direct = m->dest + st.h.offset + st.done;
+      const std::size_t want = st.remaining;
+      st.rpos = st.rend = 0;
+      asio::async_read(*sock, asio::buffer(direct, want),
+                       [this, peer, s, sock, direct, want](boost::system::error_code ec, std::size_t) {
+                         auto& t = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+                         if (sock != t.sock) return;
+                         if (ec) return break_inbound(peer, s);
+                         t.crc = crc32c_extend(t.crc, direct, want);
+                         t.done += want;
+                         t.remaining = 0;
+                         if (end_frame(peer, s)) pump(peer, s);
+                       });
+      return;
+    }
+    break;
+  }
+  // Need more bytes: keep what is unparsed at the front and read behind it.
+  if (st.rpos == st.rend) {
+    st.rpos = st.rend = 0;
+  } else if (st.rpos > 0) {
+    std::memmove(st.rbuf.data(), st.rbuf.data() + st.rpos, st.rend - st.rpos);
+    st.rend -= st.rpos;
+    st.rpos = 0;
+  }
+  sock->async_read_some(asio::buffer(st.rbuf.data() + st.rend, st.rbuf.size() - st.rend),
+                        [this, peer, s, sock](boost::system::error_code ec, std::size_t got) {
+                          auto& t = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+                          if (sock != t.sock) return;
+                          if (ec) return break_inbound(peer, s);
+                          t.rend += got;
+                          pump(peer, s);
+                        });
+}
+
+bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
+  auto& in = in_[static_cast<std::size_t>(peer)];
+  auto& st = in.streams[static_cast<std::size_t>(s)];
+  FrameHeader h;
+  try {
+    h = decode(header);
+  } catch (const std::exception&) {
+    break_inbound(peer, s);
+    return false;
+  }
+  if (!header_intact(header) || h.kind != FrameKind::data || h.length > kMaxStripe || h.total > kMaxMessage ||
+      h.offset > h.total || h.length > h.total - h.offset) {
+    break_inbound(peer, s);
+    return false;
+  }
+  st.h = h;
+  st.done = 0;
+  st.remaining = h.length;
+  st.crc = 0;
+  st.in_payload = true;
+  st.msg.reset();
+  st.discard = false;
+  if (h.seq <= st.recv_seq) {  // a resend of what already arrived
+    st.discard = true;
+    return true;
+  }
+  if (h.seq != st.recv_seq + 1) {
+    break_inbound(peer, s);
+    return false;
+  }
+  auto it = in.msgs.find(h.msg_id);
+  if (it != in.msgs.end()) {
+    if (it->second->tag != h.tag || it->second->total != h.total) {
+      break_inbound(peer, s);
+      return false;
+    }
+    st.msg = it->second;
+    return true;
+  }
+  if (h.msg_id < in.next_match) {  // claims a message that already finished
+    break_inbound(peer, s);
+    return false;
+  }
+  // The header CRC vouches for it: the message exists even if this payload turns out
+  // damaged (then the stripe comes again), so it can be matched before the bytes arrive.
+  auto m = std::make_shared<InMsg>();
+  m->id = h.msg_id;
+  m->tag = h.tag;
+  m->total = h.total;
+  if (m->id != in.next_match) {  // earlier messages must match first
+    m->staging.reset(new char[m->total ? m->total : 1]);
+    m->dest = m->staging.get();
+  }
+  in.msgs[m->id] = m;
+  st.msg = m;
+  try_match(peer);
+  return true;
+}
+
+void WanTransport::consume(InStream& st, const unsigned char* p, std::size_t n) {
+  if (n == 0) return;
+  st.crc = crc32c_extend(st.crc, p, n);
+  if (!st.discard) {
+    // Through msg->dest on every call: a receive posted meanwhile may have moved it.
+    if (st.msg->dest) std::memcpy(st.msg->dest + st.h.offset + st.done, p, n);
+  }
+  st.done += n;
+  st.remaining -= n;
+}
+
+bool WanTransport::end_frame(int peer, int s) {
+  auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  st.in_payload = false;
+  if (frame_crc(st.crc, st.h) != st.h.crc) {  // a broken stream: the sender resends
+    break_inbound(peer, s);
+    return false;
+  }
+  if (st.discard) return true;
+  st.recv_seq = st.h.seq;
+  Arrival a{Clock::now(), st.h.seq, std::move(st.msg), st.h.length};
+  const auto delay = opt_.emulation.delay;
+  if (delay.count() > 0) {
+    a.due = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+                std::chrono::nanoseconds(st.h.sent_ns))) + delay;
+    if (a.due > Clock::now() || !st.delayed.empty()) {
+      next_due_ = std::min(next_due_, a.due);
+      st.delayed.push_back(std::move(a));
+      return true;
+    }
+  }
+  deliver(peer, s, a);
+  return true;
+}
+
+void WanTransport::deliver(int peer, int s, const Arrival& a) {
+  auto& in = in_[static_cast<std::size_t>(peer)];
+  auto& st = in.streams[static_cast<std::size_t>(s)];
+  st.delivered_seq = std::max(st.delivered_seq, a.seq);
+  InMsg& m = *a.msg;
+  m.received += a.len;
+  if (m.received >= m.total && !m.complete) {
+    m.complete = true;
+    if (m.matched) {
+      if (m.req) m.req->complete(m.total);
+      m.req.reset();
+      in.msgs.erase(m.id);
+    }
+  }
+  send_ack(peer, s);
+}
+
+void WanTransport::try_match(int peer) {
+  auto& in = in_[static_cast<std::size_t>(peer)];
+  for (;;) {
+    auto it = in.msgs.find(in.next_match);
+    if (it == in.msgs.end()) return;
+    const InMsgPtr m = it->second;
+    ++in.next_match;
+    match(peer, m);
+  }
+}
+
+void WanTransport::match(int peer, const InMsgPtr& m) {
+  auto& in = in_[static_cast<std::size_t>(peer)];
+  m->matched = true;
+  auto posted = in.posted.find(m->tag);
+  if (posted != in.posted.end()) {
+    ReqPtr r = posted->second.front();
+    posted->second.pop_front();
+    if (posted->second.empty()) in.posted.erase(posted);
+    if (m->total > r->size) {
+      r->fail(truncation(peer, m->total, r->size));
+      m->dest = nullptr;
+    } else {
+      if (m->staging && m->total) std::memcpy(r->buf, m->staging.get(), m->total);
+      m->dest = static_cast<char*>(r->buf);
+      m->req = r;
+    }
+    m->staging.reset();
+  } else {
+    if (!m->staging) {
+      m->staging.reset(new char[m->total ? m->total : 1]);
+      m->dest = m->staging.get();
+    }
+    in.unexpected[m->tag].push_back(m);
+  }
+  if (m->complete) {
+    if (m->req) m->req->complete(m->total);
+    m->req.reset();
+    in.msgs.erase(m->id);
+  }
+}
+
+void WanTransport::send_ack(int peer, int s) {
+  auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  if (!st.sock || st.ack_writing || st.delivered_seq <= st.acked_seq) return;
+  FrameHeader h;
+  h.kind = FrameKind::ack;
+  h.seq = st.delivered_seq;
+  h.sent_ns = now_ns();
+  st.ack_out = seal(h, 0);
+  st.acked_seq = st.delivered_seq;
+  st.ack_writing = true;
+  const SocketPtr sock = st.sock;
+  asio::async_write(*sock, asio::buffer(st.ack_out), [this, peer, s, sock](boost::system::error_code ec, std::size_t) {
+    auto& t = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+    if (sock != t.sock) return;
+    t.ack_writing = false;
+    if (ec) return break_inbound(peer, s);
+    send_ack(peer, s);
+  });
+}
+
+void WanTransport::break_inbound(int peer, int s) {
+  // Only the sender reconnects; what was delivered and what is held stays.
+  auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  boost::system::error_code ec;
+  if (st.sock) st.sock->close(ec);
+  st.sock.reset();
+  st.in_payload = false;
+  st.msg.reset();
+  st.ack_writing = false;
+}
+
+}  // namespace strata::wan

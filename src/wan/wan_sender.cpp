@@ -1,0 +1,252 @@
+// The WAN link's sending side: lazy connections, adaptive striping onto streams,
+// cumulative acks, and reconnect-and-resend when a stream breaks.
+#include <cstring>
+
+#include "bootstrap/tcp_store.hpp"
+#include "wan/crc32c.hpp"
+#include "wan/striping.hpp"
+#include "wan/wan_transport.hpp"
+
+namespace strata::wan {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+constexpr std::uint32_t kHelloMagic = 0x5354524E;  // "STRN"
+constexpr std::size_t kMaxBatch = 16;               // frames per gathered write
+}  // namespace
+
+void WanTransport::service_outbound(int peer, Clock::time_point now) {
+  auto& o = out_[static_cast<std::size_t>(peer)];
+  for (std::size_t s = 0; s < o.streams.size(); ++s) {
+    auto& st = o.streams[s];
+    while (!st.delayed_acks.empty() && st.delayed_acks.front().first <= now) {
+      const std::uint64_t seq = st.delayed_acks.front().second;
+      st.delayed_acks.pop_front();
+      apply_ack(peer, static_cast<int>(s), seq);
+    }
+    if (!st.delayed_acks.empty()) next_due_ = std::min(next_due_, st.delayed_acks.front().first);
+  }
+  if (!o.failed.empty()) return;
+  for (std::size_t s = 0; s < o.streams.size(); ++s) {
+    auto& st = o.streams[s];
+    if (st.sock || (o.pending.empty() && st.unacked.empty())) continue;
+    if (st.down && now - st.down_since > opt_.reconnect_for)
+      return fail_peer(peer, "stream " + std::to_string(s) + " could not be restored within " +
+                                 std::to_string(opt_.reconnect_for.count()) + " ms");
+    if (now >= st.retry_at) connect(peer, static_cast<int>(s));
+    else next_due_ = std::min(next_due_, st.retry_at);
+  }
+  schedule(peer);
+}
+
+void WanTransport::schedule(int peer) {
+  auto& o = out_[static_cast<std::size_t>(peer)];
+  if (!o.failed.empty() || aborted()) return;
+  const auto now = Clock::now();
+  std::vector<StreamLoad> loads(o.streams.size());
+  while (!o.pending.empty()) {
+    PendingSend& ps = o.pending.front();
+    const std::size_t len = std::min(opt_.stripe_bytes, ps.req->size - ps.next_offset);
+    for (std::size_t i = 0; i < o.streams.size(); ++i) {
+      const auto& st = o.streams[i];
+      // Ready while less than a stripe waits unwritten: small messages queue up and leave
+      // in one gathered write, large stripes are handed out one at a time as streams drain.
+      std::size_t unwritten = 0;
+      for (std::size_t k = st.next_write; k < st.unacked.size(); ++k) unwritten += st.unacked[k].h.length;
+      const bool ready = st.connected && st.unacked.size() - st.next_write < kMaxBatch &&
+                         (unwritten == 0 || unwritten + len <= opt_.stripe_bytes);
+      loads[i] = StreamLoad{ready, st.unacked_bytes};
+    }
+    const int pick = pick_stream(loads, len, opt_.window);
+    if (pick < 0) break;
+    if (!o.bucket.take(double(len + kHeaderBytes), now, &o.rate_ready)) {
+      next_due_ = std::min(next_due_, o.rate_ready);
+      break;
+    }
+    auto& st = o.streams[static_cast<std::size_t>(pick)];
+    OutFrame f;
+    f.h.kind = FrameKind::data;
+    f.h.length = static_cast<std::uint32_t>(len);
+    f.h.seq = st.next_seq++;
+    f.h.msg_id = ps.msg_id;
+    f.h.offset = ps.next_offset;
+    f.h.total = ps.req->size;
+    f.h.tag = ps.req->tag;
+    f.payload = static_cast<const char*>(ps.req->buf) + ps.next_offset;
+    f.payload_crc = crc32c(f.payload, len);
+    f.req = ps.req;
+    st.unacked.push_back(std::move(f));
+    st.unacked_bytes += len;
+    ps.next_offset += len;
+    if (ps.next_offset >= ps.req->size) o.pending.pop_front();
+    write(peer, pick);
+  }
+}
+
+void WanTransport::connect(int peer, int s) {
+  auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  const auto sock = std::make_shared<Socket>(io_);
+  st.sock = sock;
+  const auto [host, port] = bootstrap::split_host_port(addrs_.at(static_cast<std::size_t>(peer)),
+                                                      "address of rank " + std::to_string(peer));
+  boost::system::error_code ec;
+  const tcp::endpoint ep(asio::ip::make_address(host, ec), port);
+  if (ec) return fail_peer(peer, "bad address " + addrs_[static_cast<std::size_t>(peer)]);
+  sock->open(ep.protocol(), ec);
+  // Before connecting, so the window scale negotiated in the handshake allows them.
+  sock->set_option(asio::socket_base::send_buffer_size(opt_.socket_buffer), ec);
+  sock->set_option(asio::socket_base::receive_buffer_size(opt_.socket_buffer), ec);
+  sock->async_connect(ep, [this, peer, s, sock](boost::system::error_code ec) {
+    auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+    if (sock != t.sock) return;
+    if (ec) return break_outbound(peer, s, "cannot connect to " + addrs_[static_cast<std::size_t>(peer)] + ": " + ec.message());
+    sock->set_option(tcp::no_delay(true), ec);
+    const std::array<std::uint32_t, 4> hello{kHelloMagic, static_cast<std::uint32_t>(rank_),
+                                             static_cast<std::uint32_t>(s), 0};
+    asio::write(*sock, asio::buffer(hello), ec);
+    if (ec) return break_outbound(peer, s, "handshake failed: " + ec.message());
+    t.connected = true;
+    if (t.unacked.empty()) t.down = false;
+    read_ack(peer, s);
+    write(peer, s);  // resends whatever is unacknowledged
+    schedule(peer);
+  });
+}
+
+void WanTransport::write(int peer, int s) {
+  auto& o = out_[static_cast<std::size_t>(peer)];
+  auto& st = o.streams[static_cast<std::size_t>(s)];
+  if (!st.connected || st.writing || st.next_write >= st.unacked.size()) return;
+  const auto& emu = opt_.emulation;
+  if (emu.cut_after && s == 0 && !o.cut_done && st.frames_written >= emu.cut_after) {
+    o.cut_done = true;
+    return break_outbound(peer, s, "emulated cut");
+  }
+  std::size_t n = std::min(kMaxBatch, st.unacked.size() - st.next_write);
+  if (emu.loss > 0) {
+    std::uniform_real_distribution<double> u(0, 1);
+    for (std::size_t i = 0; i < n; ++i)
+      if (u(rng_) < emu.loss) {
+        if (i == 0) return break_outbound(peer, s, "emulated loss");
+        n = i;  // the lost frame leads the next batch, which rolls again
+        break;
+      }
+  }
+  st.batch.resize(n);
+  std::vector<asio::const_buffer> bufs;
+  bufs.reserve(2 * n);
+  const std::int64_t stamp = now_ns();
+  for (std::size_t i = 0; i < n; ++i) {
+    OutFrame& f = st.unacked[st.next_write + i];
+    f.h.sent_ns = stamp;
+    st.batch[i] = seal(f.h, f.payload_crc);
+    if (emu.corrupt > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < emu.corrupt)
+      st.batch[i][56] ^= 1;  // the stored frame stays good for the resend
+    bufs.emplace_back(st.batch[i].data(), kHeaderBytes);
+    if (f.h.length) bufs.emplace_back(f.payload, f.h.length);
+  }
+  st.next_write += n;
+  st.frames_written += n;
+  st.writing = true;
+  const SocketPtr sock = st.sock;
+  asio::async_write(*sock, bufs, [this, peer, s, sock](boost::system::error_code ec, std::size_t) {
+    auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+    if (sock != t.sock) return;
+    t.writing = false;
+    if (ec) return break_outbound(peer, s, "send failed: " + ec.message());
+    write(peer, s);
+    schedule(peer);
+  });
+}
+
+void WanTransport::read_ack(int peer, int s) {
+  auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  const SocketPtr sock = st.sock;
+  asio::async_read(*sock, asio::buffer(st.ack_in), [this, peer, s, sock](boost::system::error_code ec, std::size_t) {
+    auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+    if (sock != t.sock) return;
+    if (ec) return break_outbound(peer, s, "connection lost: " + ec.message());
+    FrameHeader h;
+    try {
+      h = decode(t.ack_in.data());
+    } catch (const std::exception& e) {
+      return break_outbound(peer, s, e.what());
+    }
+    if (h.kind != FrameKind::ack || !header_intact(t.ack_in.data()) || frame_crc(0, h) != h.crc)
+      return break_outbound(peer, s, "corrupt acknowledgement");
+    const auto delay = opt_.emulation.delay;
+    if (delay.count() > 0) {
+      const auto due = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::nanoseconds(h.sent_ns))) + delay;
+      if (due > Clock::now() || !t.delayed_acks.empty()) {
+        t.delayed_acks.emplace_back(due, h.seq);
+        next_due_ = std::min(next_due_, due);
+        return read_ack(peer, s);
+      }
+    }
+    apply_ack(peer, s, h.seq);
+    read_ack(peer, s);
+  });
+}
+
+void WanTransport::apply_ack(int peer, int s, std::uint64_t seq) {
+  auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  bool moved = false;
+  while (!st.unacked.empty() && st.unacked.front().h.seq <= seq) {
+    OutFrame& f = st.unacked.front();
+    st.unacked_bytes -= f.h.length;
+    if (--f.req->stripes_left == 0) f.req->complete(f.req->size);
+    st.unacked.pop_front();
+    if (st.next_write > 0) --st.next_write;
+    moved = true;
+  }
+  if (!moved) return;
+  st.failures = 0;
+  st.down = false;
+  write(peer, s);
+  schedule(peer);
+}
+
+void WanTransport::break_outbound(int peer, int s, const std::string& why) {
+  auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  boost::system::error_code ec;
+  if (st.sock) st.sock->close(ec);
+  st.sock.reset();
+  if (st.connected) ++reconnects_;
+  st.connected = false;
+  st.writing = false;
+  st.next_write = 0;  // everything unacknowledged goes again on the next connection
+  const auto now = Clock::now();
+  if (!st.down) {
+    st.down = true;
+    st.down_since = now;
+  }
+  st.failures = std::min(st.failures + 1, 8);
+  const auto backoff = std::min<std::chrono::milliseconds>(
+      std::chrono::milliseconds(5) * (1 << st.failures), std::chrono::milliseconds(1000));
+  st.retry_at = now + backoff;
+  next_due_ = std::min(next_due_, st.retry_at);
+  if (now - st.down_since > opt_.reconnect_for) fail_peer(peer, why);
+}
+
+void WanTransport::fail_peer(int peer, const std::string& why) {
+  auto& o = out_[static_cast<std::size_t>(peer)];
+  if (!o.failed.empty()) return;
+  o.failed = why;
+  const std::string msg = "rank " + std::to_string(peer) + ": " + why;
+  for (auto& p : o.pending) p.req->fail(msg);
+  o.pending.clear();
+  boost::system::error_code ec;
+  for (auto& st : o.streams) {
+    for (auto& f : st.unacked) f.req->fail(msg);
+    st.unacked.clear();
+    st.unacked_bytes = 0;
+    if (st.sock) st.sock->close(ec);
+    st.sock.reset();
+    st.connected = false;
+  }
+}
+
+}  // namespace strata::wan

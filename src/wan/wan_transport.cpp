@@ -1,0 +1,251 @@
+#include "wan/wan_transport.hpp"
+
+#include <cstring>
+
+#include "strata/errors.hpp"
+
+namespace strata::wan {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+WanTransport::WanTransport(int rank, int size, const std::string& bind_host, WanOptions options)
+    : rank_(rank),
+      opt_(std::move(options)),
+      acceptor_(io_),
+      out_(static_cast<std::size_t>(size)),
+      in_(static_cast<std::size_t>(size)),
+      rng_(std::random_device{}() ^ static_cast<std::uint64_t>(rank)) {
+  if (opt_.streams < 1) throw InvalidArgument("wan transport: need at least one stream");
+  if (opt_.emulation.window) {
+    opt_.window = opt_.emulation.window;
+    // A stripe larger than the window could only ever travel alone.
+    opt_.stripe_bytes = std::min(opt_.stripe_bytes, opt_.window);
+  }
+  opt_.stripe_bytes = std::max<std::size_t>(opt_.stripe_bytes, 4096);
+  boost::system::error_code ec;
+  const auto addr = asio::ip::make_address(bind_host, ec);
+  if (ec) throw TransportError("wan transport: cannot listen on '" + bind_host + "': not an IP address");
+  const tcp::endpoint ep(addr, 0);
+  acceptor_.open(ep.protocol());
+  // Set before listen so accepted sockets inherit them and window scaling covers them.
+  acceptor_.set_option(asio::socket_base::receive_buffer_size(opt_.socket_buffer), ec);
+  acceptor_.set_option(asio::socket_base::send_buffer_size(opt_.socket_buffer), ec);
+  acceptor_.bind(ep, ec);
+  if (ec) throw TransportError("wan transport: cannot listen on " + bind_host + ": " + ec.message());
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  const auto now = Clock::now();
+  const double rate = opt_.emulation.rate_bytes_per_s;
+  if (opt_.streams > kMaxStreams)
+    throw InvalidArgument("wan transport: at most " + std::to_string(kMaxStreams) + " streams per peer");
+  for (auto& i : in_) i.streams.resize(static_cast<std::size_t>(opt_.streams));
+  for (auto& o : out_) {
+    o.streams.resize(static_cast<std::size_t>(opt_.streams));
+    if (rate > 0)
+      o.bucket = TokenBucket(rate, std::max<double>(rate * 0.005, double(opt_.stripe_bytes + kHeaderBytes)), now);
+  }
+  accept();
+}
+
+WanTransport::~WanTransport() {
+  close_all();
+  // Let cancelled handlers run now, while the members they check still exist.
+  io_.restart();
+  io_.poll();
+}
+
+std::string WanTransport::address() const {
+  const auto ep = acceptor_.local_endpoint();
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+void WanTransport::set_peer_addresses(std::vector<std::string> addrs) {
+  if (static_cast<int>(addrs.size()) != size())
+    throw TransportError("wan transport: expected " + std::to_string(size()) + " addresses");
+  addrs_ = std::move(addrs);
+}
+
+std::int64_t WanTransport::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+std::string WanTransport::truncation(int peer, std::size_t got, std::size_t cap) const {
+  return "message from rank " + std::to_string(peer) + " truncated: " + std::to_string(got) +
+         " bytes into a " + std::to_string(cap) + "-byte receive buffer";
+}
+
+RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t bytes) {
+  if (peer == rank_ && !aborted()) return send_to_self(tag, buf, bytes);
+  auto& out = out_.at(static_cast<std::size_t>(peer));
+  auto req = std::make_shared<WanRequest>(peer, tag, const_cast<void*>(buf), bytes);
+  if (aborted()) {
+    req->fail(abort_reason());
+    return req;
+  }
+  if (!out.failed.empty()) {
+    req->fail("rank " + std::to_string(peer) + ": " + out.failed);
+    return req;
+  }
+  req->stripes_left = bytes == 0 ? 1 : (bytes + opt_.stripe_bytes - 1) / opt_.stripe_bytes;
+  out.pending.push_back(PendingSend{req, out.next_msg_id++, 0});
+  next_due_ = Clock::time_point::min();  // the next progress() schedules it
+  return req;
+}
+
+RequestPtr WanTransport::send_to_self(Tag tag, const void* buf, std::size_t bytes) {
+  auto req = std::make_shared<WanRequest>(rank_, tag, const_cast<void*>(buf), bytes);
+  auto& in = in_[static_cast<std::size_t>(rank_)];
+  auto posted = in.posted.find(tag);
+  if (posted != in.posted.end()) {
+    auto r = posted->second.front();
+    posted->second.pop_front();
+    if (posted->second.empty()) in.posted.erase(posted);
+    if (bytes > r->size) {
+      r->fail(truncation(rank_, bytes, r->size));
+    } else {
+      if (bytes) std::memcpy(r->buf, buf, bytes);
+      r->complete(bytes);
+    }
+  } else {
+    auto m = std::make_shared<InMsg>();
+    m->tag = tag;
+    m->total = m->received = bytes;
+    m->staging.reset(new char[bytes ? bytes : 1]);
+    if (bytes) std::memcpy(m->staging.get(), buf, bytes);
+    m->dest = m->staging.get();
+    m->matched = m->complete = true;
+    in.unexpected[tag].push_back(m);
+  }
+  req->complete(bytes);
+  return req;
+}
+
+RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacity) {
+  auto req = std::make_shared<WanRequest>(peer, tag, buf, capacity);
+  if (aborted()) {
+    req->fail(abort_reason());
+    return req;
+  }
+  auto& in = in_.at(static_cast<std::size_t>(peer));
+  auto it = in.unexpected.find(tag);
+  if (it == in.unexpected.end()) {
+    in.posted[tag].push_back(req);
+    return req;
+  }
+  InMsgPtr m = it->second.front();
+  it->second.pop_front();
+  if (it->second.empty()) in.unexpected.erase(it);
+  if (m->total > capacity) {
+    req->fail(truncation(peer, m->total, capacity));
+    m->dest = nullptr;  // the rest of its stripes are dropped
+  } else {
+    // Copy what has arrived and let the rest land in the caller's buffer directly.
+    if (m->total) std::memcpy(buf, m->staging.get(), m->total);
+    m->dest = static_cast<char*>(buf);
+    if (m->complete) req->complete(m->total);
+    else m->req = req;
+  }
+  // Safe to free: payload only ever streams into staging synchronously (see pump).
+  m->staging.reset();
+  return req;
+}
+
+bool WanTransport::progress() {
+  if (aborted()) {
+    apply_abort();
+    return false;
+  }
+  bool any = false;
+  const auto now = Clock::now();
+  if (now >= next_due_) {
+    next_due_ = Clock::time_point::max();
+    for (int p = 0; p < size(); ++p) {
+      auto& in = in_[static_cast<std::size_t>(p)];
+      for (std::size_t s = 0; s < in.streams.size(); ++s) {
+        auto& d = in.streams[s].delayed;
+        while (!d.empty() && d.front().due <= now) {
+          const Arrival a = std::move(d.front());
+          d.pop_front();
+          deliver(p, static_cast<int>(s), a);
+          any = true;
+        }
+        if (!d.empty()) next_due_ = std::min(next_due_, d.front().due);
+      }
+      if (p != rank_) service_outbound(p, now);
+    }
+  }
+  if (io_.stopped()) io_.restart();
+  return io_.poll() > 0 || any;
+}
+
+void WanTransport::wait_event(std::chrono::microseconds max) {
+  if (aborted()) return apply_abort();
+  const auto now = Clock::now();
+  if (next_due_ <= now) {
+    progress();
+    return;
+  }
+  auto wait = max;
+  if (next_due_ != Clock::time_point::max())
+    wait = std::min(wait, std::chrono::duration_cast<std::chrono::microseconds>(next_due_ - now) +
+                              std::chrono::microseconds(1));
+  if (io_.stopped()) io_.restart();
+  io_.run_one_for(wait);
+}
+
+void WanTransport::abort(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    if (abort_reason_.empty()) abort_reason_ = why;
+  }
+  aborted_.store(true, std::memory_order_release);
+  io_.stop();  // thread-safe; wakes a wait_event in progress
+}
+
+std::string WanTransport::abort_reason() const {
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  return "aborted: " + abort_reason_;
+}
+
+void WanTransport::apply_abort() {
+  if (abort_applied_) return;
+  abort_applied_ = true;
+  const std::string why = abort_reason();
+  for (auto& o : out_) {
+    for (auto& p : o.pending) p.req->fail(why);
+    o.pending.clear();
+    for (auto& s : o.streams) {
+      for (auto& f : s.unacked) f.req->fail(why);
+      s.unacked.clear();
+    }
+  }
+  for (auto& i : in_) {
+    for (auto& [tag, q] : i.posted)
+      for (auto& r : q) r->fail(why);
+    i.posted.clear();
+    for (auto& [id, m] : i.msgs)
+      if (m->req) m->req->fail(why);
+  }
+  close_all();
+}
+
+void WanTransport::close_all() {
+  // Closing stops every read in progress, so no late bytes land in a caller's buffer.
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  for (auto& o : out_)
+    for (auto& s : o.streams)
+      if (s.sock) {
+        s.sock->close(ec);
+        s.sock.reset();
+        s.connected = false;
+      }
+  for (auto& i : in_)
+    for (auto& s : i.streams)
+      if (s.sock) {
+        s.sock->close(ec);
+        s.sock.reset();
+      }
+}
+
+}  // namespace strata::wan

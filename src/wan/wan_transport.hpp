@@ -1,0 +1,233 @@
+// The inter-region link: a Transport over K parallel TCP streams per peer pair.
+//
+// Each rank sends on streams it opened and receives on streams it accepted; the receiver
+// writes cumulative acks back on the stream a frame came in on. Messages are cut into
+// stripes handed to the least-loaded stream (striping.hpp); every frame carries a
+// per-stream sequence number and a CRC32C (frame.hpp). A sender keeps each frame until
+// it is acknowledged, so when a stream breaks (error, EOF, CRC mismatch, emulated loss)
+// it reconnects that stream with exponential backoff and resends; the receiver drops
+// what it already has by sequence number. A send completes once all its stripes are
+// acknowledged. Receivers reassemble by (message id, offset) and match messages to
+// receives in message-id order per peer, which keeps the seam's FIFO per (source, tag).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.hpp"
+#include "core/asio.hpp"
+#include "transport/transport.hpp"
+#include "wan/emulation.hpp"
+#include "wan/frame.hpp"
+
+namespace strata::wan {
+
+using transport::Clock;
+using transport::RequestPtr;
+using transport::Tag;
+
+inline constexpr int kMaxStreams = 64;
+
+struct WanOptions {
+  int streams = 4;
+  std::size_t stripe_bytes = 512u << 10;
+  int socket_buffer = 8 << 20;  // SO_SNDBUF / SO_RCVBUF
+  std::size_t window = 64u << 20;  // unacknowledged bytes per stream (emulation may lower)
+  std::chrono::milliseconds reconnect_for{std::chrono::seconds(60)};  // then the peer fails
+  Emulation emulation;
+};
+
+// Reads STRATA_WAN_* (throws InvalidArgument naming a bad variable).
+WanOptions wan_options_from_config();
+
+class WanRequest : public transport::Request {
+ public:
+  WanRequest(int peer, Tag tag, void* buf, std::size_t size)
+      : Request(peer), tag(tag), buf(buf), size(size) {}
+  bool done() const override { return done_; }
+  const std::string& error() const override { return error_; }
+  std::size_t bytes() const override { return bytes_; }
+  void complete(std::size_t n) {
+    if (done_) return;
+    bytes_ = n;
+    done_ = true;
+  }
+  void fail(const std::string& why) {
+    if (done_) return;
+    error_ = why;
+    done_ = true;
+  }
+
+  const Tag tag;
+  void* const buf;
+  const std::size_t size;
+  std::size_t stripes_left = 0;  // sends: stripes not yet acknowledged
+
+ private:
+  bool done_ = false;
+  std::string error_;
+  std::size_t bytes_ = 0;
+};
+
+class WanTransport : public transport::Transport {
+ public:
+  WanTransport(int rank, int size, const std::string& bind_host, WanOptions options);
+  ~WanTransport() override;
+  std::string address() const;
+  void set_peer_addresses(std::vector<std::string> addrs);
+
+  const char* name() const override { return "wan"; }
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(out_.size()); }
+  RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) override;
+  RequestPtr irecv(int peer, Tag tag, void* buf, std::size_t capacity) override;
+  bool progress() override;
+  void wait_event(std::chrono::microseconds max) override;
+  void abort(const std::string& why) override;
+  bool aborted() const override { return aborted_.load(std::memory_order_acquire); }
+  std::string abort_reason() const override;
+
+  const WanOptions& options() const { return opt_; }
+  // Streams broken and reopened so far (sender side), for tests and logs.
+  std::uint64_t reconnects() const { return reconnects_; }
+
+ private:
+  using Socket = boost::asio::ip::tcp::socket;
+  using SocketPtr = std::shared_ptr<Socket>;
+  using ReqPtr = std::shared_ptr<WanRequest>;
+
+  // ---- sending (wan_sender.cpp)
+  struct OutFrame {
+    FrameHeader h;
+    std::uint32_t payload_crc = 0;
+    const char* payload = nullptr;
+    ReqPtr req;
+  };
+  struct OutStream {
+    SocketPtr sock;
+    bool connected = false, writing = false;
+    std::uint64_t next_seq = 1;
+    std::deque<OutFrame> unacked;   // assigned, not yet acknowledged, in seq order
+    std::size_t next_write = 0;     // unacked[next_write...] not yet written
+    std::size_t unacked_bytes = 0;
+    std::uint64_t frames_written = 0;
+    EncodedHeader ack_in{};
+    std::vector<EncodedHeader> batch;  // headers of the write in flight
+    std::deque<std::pair<Clock::time_point, std::uint64_t>> delayed_acks;
+    // Backoff state: `down` from the first break until an ack shows the stream moving again,
+    // so a peer that accepts and then drops every connection still runs out of time.
+    int failures = 0;
+    Clock::time_point retry_at{}, down_since{};
+    bool down = false;
+  };
+  struct PendingSend {
+    ReqPtr req;
+    std::uint64_t msg_id = 0;
+    std::size_t next_offset = 0;
+  };
+  struct Outbound {
+    std::vector<OutStream> streams;
+    std::deque<PendingSend> pending;
+    std::uint64_t next_msg_id = 0;
+    std::string failed;
+    TokenBucket bucket;
+    Clock::time_point rate_ready{};
+    bool cut_done = false;
+  };
+
+  // ---- receiving (wan_receiver.cpp)
+  struct InMsg {
+    std::uint64_t id = 0;
+    Tag tag = 0;
+    std::size_t total = 0, received = 0;
+    char* dest = nullptr;  // user buffer, staging, or null when the payload is dropped
+    std::unique_ptr<char[]> staging;
+    ReqPtr req;  // the receive it was matched to, if any
+    bool matched = false, complete = false;
+  };
+  using InMsgPtr = std::shared_ptr<InMsg>;
+  struct Arrival {
+    Clock::time_point due;
+    std::uint64_t seq;
+    InMsgPtr msg;
+    std::size_t len;
+  };
+  struct InStream {
+    SocketPtr sock;
+    std::vector<unsigned char> rbuf;
+    std::size_t rpos = 0, rend = 0;
+    bool in_payload = false;
+    FrameHeader h{};
+    std::size_t done = 0, remaining = 0;  // payload bytes of the current frame
+    std::uint32_t crc = 0;
+    bool discard = false;
+    InMsgPtr msg;  // the message the current frame belongs to, unless discarded
+    std::uint64_t recv_seq = 0, delivered_seq = 0, acked_seq = 0;
+    bool ack_writing = false;
+    EncodedHeader ack_out{};
+    std::deque<Arrival> delayed;
+  };
+  struct Inbound {
+    std::vector<InStream> streams;
+    std::map<std::uint64_t, InMsgPtr> msgs;  // known and not both matched and complete
+    std::uint64_t next_match = 0;
+    std::map<Tag, std::deque<ReqPtr>> posted;
+    std::map<Tag, std::deque<InMsgPtr>> unexpected;
+  };
+
+  // sender
+  void service_outbound(int peer, Clock::time_point now);
+  void schedule(int peer);
+  void connect(int peer, int s);
+  void write(int peer, int s);
+  void read_ack(int peer, int s);
+  void apply_ack(int peer, int s, std::uint64_t seq);
+  void break_outbound(int peer, int s, const std::string& why);
+  void fail_peer(int peer, const std::string& why);
+  // receiver
+  void accept();
+  void read_hello(SocketPtr sock);
+  void pump(int peer, int s);
+  bool begin_frame(int peer, int s, const unsigned char* header);
+  void consume(InStream& st, const unsigned char* p, std::size_t n);
+  bool end_frame(int peer, int s);
+  void deliver(int peer, int s, const Arrival& a);
+  void try_match(int peer);
+  void match(int peer, const InMsgPtr& m);
+  void send_ack(int peer, int s);
+  void break_inbound(int peer, int s);
+  RequestPtr send_to_self(Tag tag, const void* buf, std::size_t bytes);
+  std::string truncation(int peer, std::size_t got, std::size_t cap) const;
+  void apply_abort();
+  void close_all();
+  std::int64_t now_ns() const;
+
+  int rank_;
+  WanOptions opt_;
+  std::vector<std::string> addrs_;
+  boost::asio::io_context io_{1};
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::vector<Outbound> out_;
+  std::vector<Inbound> in_;
+  Clock::time_point next_due_ = Clock::time_point::max();
+  std::mt19937_64 rng_;
+  std::uint64_t reconnects_ = 0;
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex abort_mu_;
+  std::string abort_reason_;
+  bool abort_applied_ = false;
+};
+
+std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size,
+                                                         bootstrap::Store& store,
+                                                         Clock::time_point deadline,
+                                                         const WanOptions& options);
+
+}  // namespace strata::wan

@@ -1,0 +1,185 @@
+// The WAN link's pure parts: CRC32C, frame encoding, the emulation spec, the token
+// bucket and the stripe scheduler.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "strata/errors.hpp"
+#include "wan/crc32c.hpp"
+#include "wan/emulation.hpp"
+#include "wan/frame.hpp"
+#include "wan/striping.hpp"
+
+namespace strata::wan {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Crc32c, KnownVectors) {
+  const std::string check = "123456789";
+  EXPECT_EQ(crc32c(check.data(), check.size()), 0xE3069283u);
+  EXPECT_EQ(crc32c_extend_portable(0, check.data(), check.size()), 0xE3069283u);
+  EXPECT_EQ(crc32c(nullptr, 0), 0u);
+  // RFC 3720 (iSCSI) B.4 vectors: 32 zero bytes, 32 0xFF bytes, 0..31 ascending.
+  std::vector<unsigned char> zeros(32, 0), ones(32, 0xFF), inc(32);
+  for (int i = 0; i < 32; ++i) inc[i] = static_cast<unsigned char>(i);
+  EXPECT_EQ(crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
+  EXPECT_EQ(crc32c(ones.data(), ones.size()), 0x62A8AB43u);
+  EXPECT_EQ(crc32c(inc.data(), inc.size()), 0x46DD794Eu);
+}
+
+TEST(Crc32c, ExtendEqualsWholeAndPathsAgree) {
+  std::vector<unsigned char> data(1000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 31 + 7);
+  const std::uint32_t whole = crc32c(data.data(), data.size());
+  for (std::size_t cut : {0u, 1u, 7u, 8u, 513u, 1000u}) {
+    const std::uint32_t first = crc32c(data.data(), cut);
+    EXPECT_EQ(crc32c_extend(first, data.data() + cut, data.size() - cut), whole) << cut;
+  }
+  // Odd lengths and offsets exercise the hardware path's byte tail and unaligned loads.
+  for (std::size_t off = 0; off < 9; ++off)
+    EXPECT_EQ(crc32c(data.data() + off, 101 + off),
+              crc32c_extend_portable(0, data.data() + off, 101 + off));
+}
+
+TEST(Frame, EncodeDecodeRoundTrip) {
+  FrameHeader h;
+  h.kind = FrameKind::data;
+  h.length = 524288;
+  h.seq = 0x0102030405060708ull;
+  h.msg_id = 42;
+  h.offset = 3u << 20;
+  h.total = (1ull << 40) - 1;
+  h.tag = (1ull << 40) - 3;
+  h.sent_ns = -123456789;
+  h.crc = 0xDEADBEEF;
+  const EncodedHeader bytes = encode(h);
+  EXPECT_EQ(decode(bytes.data()), h);
+  EXPECT_EQ(bytes[60] | bytes[61] | bytes[62] | bytes[63], 0);
+}
+
+TEST(Frame, SealedCrcCoversHeaderAndPayload) {
+  const std::string payload = "stripe bytes";
+  FrameHeader h;
+  h.length = static_cast<std::uint32_t>(payload.size());
+  h.total = payload.size();
+  h.seq = 1;
+  const std::uint32_t pcrc = crc32c(payload.data(), payload.size());
+  const FrameHeader sealed = decode(seal(h, pcrc).data());
+  EXPECT_EQ(frame_crc(pcrc, sealed), sealed.crc);
+  FrameHeader other = sealed;
+  other.offset = 1;  // any header change shows
+  EXPECT_NE(frame_crc(pcrc, other), sealed.crc);
+  const std::string flipped = "stripe bytez";
+  EXPECT_NE(frame_crc(crc32c(flipped.data(), flipped.size()), sealed), sealed.crc);
+}
+
+TEST(Frame, HeaderCrcCatchesAnyHeaderBitFlip) {
+  FrameHeader h;
+  h.length = 10;
+  h.total = 100;
+  h.tag = 77;
+  const EncodedHeader good = seal(h, 0x1234);
+  EXPECT_TRUE(header_intact(good.data()));
+  for (std::size_t bit = 0; bit < 56 * 8; ++bit) {
+    EncodedHeader bad = good;
+    bad[bit / 8] ^= static_cast<unsigned char>(1u << (bit % 8));
+    EXPECT_FALSE(header_intact(bad.data())) << "bit " << bit;
+  }
+}
+
+TEST(Frame, UnknownKindIsRejected) {
+  EncodedHeader bytes = encode(FrameHeader{});
+  bytes[0] ^= 0xFF;
+  EXPECT_THROW(decode(bytes.data()), TransportError);
+}
+
+TEST(Emulation, ParsesEveryField) {
+  const Emulation e = parse_emulation("rate=200mbit,delay=25ms,window=4m,loss=0.001,cut=7");
+  EXPECT_DOUBLE_EQ(e.rate_bytes_per_s, 25e6);
+  EXPECT_EQ(e.delay, 25ms);
+  EXPECT_EQ(e.window, 4u << 20);
+  EXPECT_DOUBLE_EQ(e.loss, 0.001);
+  EXPECT_EQ(e.cut_after, 7u);
+  EXPECT_DOUBLE_EQ(parse_emulation("corrupt=0.25").corrupt, 0.25);
+  const Emulation f = parse_emulation("delay=500us,window=256k,rate=1gbit");
+  EXPECT_EQ(f.delay, 500us);
+  EXPECT_EQ(f.window, 256u << 10);
+  EXPECT_DOUBLE_EQ(f.rate_bytes_per_s, 125e6);
+  const Emulation none = parse_emulation("");
+  EXPECT_EQ(none.rate_bytes_per_s, 0);
+  EXPECT_EQ(none.delay, 0ns);
+  EXPECT_EQ(none.window, 0u);
+}
+
+TEST(Emulation, ErrorsNameTheBadField) {
+  auto message = [](const std::string& spec) {
+    try {
+      parse_emulation(spec);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(message("rate=200mb").find("rate"), std::string::npos);
+  EXPECT_NE(message("rate=fast").find("rate"), std::string::npos);
+  EXPECT_NE(message("delay=25").find("delay"), std::string::npos);
+  EXPECT_NE(message("window=4x").find("window"), std::string::npos);
+  EXPECT_NE(message("loss=1.5").find("loss"), std::string::npos);
+  EXPECT_NE(message("loss=-0.1").find("loss"), std::string::npos);
+  EXPECT_NE(message("cut=2.5").find("cut"), std::string::npos);
+  EXPECT_NE(message("corrupt=2").find("corrupt"), std::string::npos);
+  EXPECT_NE(message("jitter=5ms").find("jitter"), std::string::npos);
+  EXPECT_NE(message("delay").find("field=value"), std::string::npos);
+}
+
+TEST(TokenBucket, LimitsToItsRate) {
+  using C = TokenBucket::Clock;
+  const auto t0 = C::now();
+  TokenBucket b(1000.0, 100.0, t0);  // 1000 B/s, burst 100
+  C::time_point ready;
+  EXPECT_TRUE(b.take(100, t0, &ready));
+  EXPECT_FALSE(b.take(50, t0, &ready));
+  EXPECT_NEAR(std::chrono::duration<double>(ready - t0).count(), 0.05, 1e-6);
+  EXPECT_TRUE(b.take(50, t0 + 50ms, &ready));
+  // A frame beyond the burst passes once the bucket is full, leaving a debt.
+  EXPECT_TRUE(b.take(500, t0 + 150ms, &ready));
+  EXPECT_FALSE(b.take(1, t0 + 200ms, &ready));
+  EXPECT_TRUE(TokenBucket().take(1e12, t0, &ready));  // unlimited
+}
+
+TEST(Striping, PicksTheLeastLoadedReadyStream) {
+  const std::size_t kWin = 1000;
+  std::vector<StreamLoad> s = {{true, 300}, {true, 100}, {true, 200}, {false, 0}};
+  EXPECT_EQ(pick_stream(s, 100, kWin), 1);  // stream 3 is idle but not ready
+  s[1].ready = false;
+  EXPECT_EQ(pick_stream(s, 100, kWin), 2);
+  s[2].unacked = 950;  // would exceed its window
+  EXPECT_EQ(pick_stream(s, 100, kWin), 0);
+  s[0].unacked = 950;
+  EXPECT_EQ(pick_stream(s, 100, kWin), -1);
+  // An idle stream takes a stripe larger than the window, alone.
+  s[3] = {true, 0};
+  EXPECT_EQ(pick_stream(s, 5000, kWin), 3);
+  EXPECT_EQ(pick_stream(std::vector<StreamLoad>{}, 1, kWin), -1);
+}
+
+TEST(Striping, SlowStreamGetsFewerStripes) {
+  // Stream 0 acknowledges everything at once, stream 1 never: stream 1 fills its window
+  // and every further stripe goes to stream 0.
+  std::vector<StreamLoad> s = {{true, 0}, {true, 0}};
+  int counts[2] = {0, 0};
+  for (int i = 0; i < 20; ++i) {
+    const int k = pick_stream(s, 100, 400);
+    ASSERT_GE(k, 0);
+    ++counts[k];
+    s[static_cast<std::size_t>(k)].unacked += 100;
+    s[0].unacked = 0;
+  }
+  EXPECT_LE(counts[1], 4);
+  EXPECT_GE(counts[0], 16);
+}
+
+}  // namespace
+}  // namespace strata::wan
