@@ -15,6 +15,7 @@
 #include "topology/levels.hpp"
 #include "topology/topology_file.hpp"
 #include "transport/tags.hpp"
+#include "wan/routed_transport.hpp"
 
 namespace strata::detail {
 
@@ -117,6 +118,18 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
   }
   plan_levels();
   transport_ = transport::make_transport(kind_, rank_, size_, store, deadline);
+  // Peers in other regions are reached over the striped WAN link.
+  std::vector<bool> remote(static_cast<std::size_t>(size_));
+  bool any_remote = false;
+  for (int r = 0; r < size_; ++r) {
+    remote[static_cast<std::size_t>(r)] = localities_[static_cast<std::size_t>(r)].region !=
+                                          localities_[static_cast<std::size_t>(rank_)].region;
+    any_remote = any_remote || remote[static_cast<std::size_t>(r)];
+  }
+  if (any_remote && config::get_int("wan_link") != 0)
+    transport_ = std::make_unique<wan::RoutedTransport>(
+        std::move(transport_), transport::make_wan_transport(rank_, size_, store, deadline),
+        std::move(remote));
   // Nobody may leave (and rank 0 may not stop the store) before everyone is connected.
   store.set("ready/" + std::to_string(rank_), "1");
   keys.clear();

@@ -19,6 +19,9 @@ const std::vector<Setting>& registry() {
       {"topo_file", "STRATA_TOPO_FILE", Type::string, "",
        "Topology file (protobuf text format) whose placements override STRATA_REGION, "
        "_CLUSTER, _RACK and _HOST; see bench/topologies/."},
+      {"wan_link", "STRATA_WAN_LINK", Type::integer, "1",
+       "1: peers in other regions are reached over the striped WAN link (src/wan); 0: over "
+       "the intra-region transport like everyone else."},
       {"transport", "STRATA_TRANSPORT", Type::string, "ucx",
        "Point-to-point fabric: ucx (shared memory, RDMA, TCP as UCX picks) or tcp."},
       {"debug", "STRATA_DEBUG", Type::string, "WARN", "Log level: ERROR, WARN, INFO, TRACE."},

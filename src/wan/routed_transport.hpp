@@ -1,0 +1,39 @@
+// Sends each peer's traffic over the fabric that reaches it: peers in this rank's region
+// over the intra-region transport (UCX or TCP), peers in other regions over the striped
+// WAN link. Algorithms still see one transport.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace strata::wan {
+
+class RoutedTransport : public transport::Transport {
+ public:
+  // remote[r]: rank r is in another region.
+  RoutedTransport(std::unique_ptr<Transport> local, std::unique_ptr<Transport> wan,
+                  std::vector<bool> remote);
+
+  const char* name() const override { return name_.c_str(); }
+  int rank() const override { return local_->rank(); }
+  int size() const override { return local_->size(); }
+  transport::RequestPtr isend(int peer, transport::Tag tag, const void* buf, std::size_t bytes) override;
+  transport::RequestPtr irecv(int peer, transport::Tag tag, void* buf, std::size_t capacity) override;
+  bool progress() override;
+  void wait_event(std::chrono::microseconds max) override;
+  void abort(const std::string& why) override;
+  bool aborted() const override;
+  std::string abort_reason() const override;
+
+ private:
+  Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }
+
+  std::unique_ptr<Transport> local_;
+  std::unique_ptr<Transport> wan_;
+  std::vector<bool> remote_;
+  std::string name_;
+};
+
+}  // namespace strata::wan
