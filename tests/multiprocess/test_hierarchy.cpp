@@ -17,13 +17,15 @@ struct Place {
   const char* host;
 };
 
-void run_layout(const std::vector<Place>& places, TransportKind t, const char* algo, bool all_collectives) {
+void run_layout(const std::vector<Place>& places, TransportKind t, const char* algo, bool all_collectives,
+                const char* wan_emulate = "") {
   const int n = static_cast<int>(places.size());
   const std::string root = free_root_address();
   auto results = fork_ranks(n, std::chrono::seconds(240), [&](int rank) {
     ::setenv("STRATA_REGION", places[rank].region, 1);
     ::setenv("STRATA_HOST", places[rank].host, 1);
     ::setenv("STRATA_ALGO", algo, 1);
+    ::setenv("STRATA_WAN_EMULATE", wan_emulate, 1);
     ::setenv("STRATA_TIMEOUT_S", "60", 1);
     CommOptions o;
     o.transport = t;
@@ -43,6 +45,12 @@ TEST(Hierarchy, TwoRegionsTwoHostsTwoRanksAllreduce) { run_layout(k2x2x2, Transp
 TEST(Hierarchy, TwoRegionsTwoHostsTwoRanksEveryCollectiveUcx) { run_layout(k2x2x2, TransportKind::ucx, "auto", true); }
 TEST(Hierarchy, RanksInterleavedAcrossRegions) { run_layout(kInterleaved, TransportKind::tcp, "hier", true); }
 TEST(Hierarchy, ThreeUnevenRegionsFallBackToFlat) { run_layout(kUneven3, TransportKind::tcp, "auto", true); }
+
+// A WAN stream cut mid-collective (after 5 frames, and then 1% of frames at random) is
+// reconnected and resent; the results still match the reference bit for bit.
+TEST(Hierarchy, CutWanStreamsStillGiveExactResults) {
+  run_layout(k2x2x2, TransportKind::tcp, "hier", false, "cut=5,loss=0.01");
+}
 
 TEST(Hierarchy, ForcingItOnAnUnevenLayoutIsAClearError) {
   const std::string root = free_root_address();
