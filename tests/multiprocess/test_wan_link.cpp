@@ -16,6 +16,7 @@
 
 #include "bootstrap/file_store.hpp"
 #include "fork_ranks.hpp"
+#include "temp_dir.hpp"
 #include "wan/wan_transport.hpp"
 
 namespace strata::wan {
@@ -28,22 +29,7 @@ using Bytes = std::vector<unsigned char>;
 constexpr auto kChildTimeout = std::chrono::milliseconds(60s);
 constexpr auto kWaitBudget = 45s;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "strata-wan-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 Bytes random_bytes(int src, int dst, std::size_t size, std::uint64_t salt) {
   std::mt19937_64 gen((std::uint64_t(src) << 56) ^ (std::uint64_t(dst) << 48) ^ size ^ (salt << 20));

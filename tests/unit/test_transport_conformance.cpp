@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fork_ranks.hpp"
+#include "temp_dir.hpp"
 #include "bootstrap/file_store.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
@@ -32,23 +33,7 @@ using Bytes = std::vector<unsigned char>;
 constexpr auto kChildTimeout = std::chrono::milliseconds(30s);
 constexpr auto kWaitBudget = 20s;
 
-// A directory the forked ranks share, removed with everything in it afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "strata-conf-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 // What each rank's body gets: its transport, the store (for out-of-band barriers) and n.
 struct Rank {
