@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# Allreduce across emulated regions (network namespaces shaped with HTB, see netns.sh),
+# compared with the raw shaped throughput measured by iperf3 and the bandwidth lower bound.
+#
+# Usage: bench/wan/run_allreduce.sh [options]
+#   -R, --regions N      regions (namespaces strata-r0..)                 [2]
+#   -P, --per-region N   ranks per region                                 [2]
+#   --rate RATE          HTB rate of each region's link (tc units)        [200mbit]
+#   --one-way            shape only region egress (default: both directions)
+#   --algo A             STRATA_ALGO: hier, flat or auto                  [hier]
+#   --streams K          STRATA_WAN_STREAMS (TCP streams per WAN peer)     [unset: auto]
+#   --delay D            in-process WAN delay: STRATA_WAN_EMULATE=delay=D,window=WIN
+#   --window W           window used with --delay                          [4m]
+#   --transport T        intra-region transport, tcp or ucx               [tcp]
+#   --size BYTES         message size (strata-perf -b/-e)                  [64M]
+#   -d, --dtype T        strata-perf -d                                    [float]
+#   -n, --iters N        timed iterations                                  [3]
+#   -w, --warmup N       warmup iterations                                 [1]
+#   --port PORT          rendezvous port on 10.77.0.1                      [29500]
+#   --iperf-time S       iperf3 -t                                         [5]
+#   --no-iperf           skip iperf3; needs --bandwidth
+#   --bandwidth BPS      use this raw throughput (bits/s) instead of iperf3
+#   --timeout S          wall-clock limit for the ranks                    [300]
+#   --logs DIR           where rank logs go                  [mktemp -d; kept]
+#   --keep               leave the namespaces up at exit
+#   --perf PATH          strata-perf binary              [build/tools/strata-perf]
+# Extra arguments after -- go to strata-perf.
+#
+# Needs root (namespaces), iproute2, iperf3, python3 (for parsing).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+R=2 P=2 RATE=200mbit ONEWAY="" ALGO=hier STREAMS="" DELAY="" WINDOW=4m TRANSPORT=tcp
+SIZE=64M DTYPE=float ITERS=3 WARMUP=1 PORT=29500 IPERF_T=5 NO_IPERF=0 BW_BPS="" TIMEOUT=300
+LOGS="" KEEP=0 PERF="$root/build/tools/strata-perf"
+EXTRA=()
+
+die() { echo "run_allreduce.sh: error: $*" >&2; exit 1; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -R|--regions) R=$2; shift 2 ;;
+    -P|--per-region) P=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --one-way) ONEWAY=--one-way; shift ;;
+    --algo) ALGO=$2; shift 2 ;;
+    --streams) STREAMS=$2; shift 2 ;;
+    --delay) DELAY=$2; shift 2 ;;
+    --window) WINDOW=$2; shift 2 ;;
+    --transport) TRANSPORT=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    -d|--dtype) DTYPE=$2; shift 2 ;;
+    -n|--iters) ITERS=$2; shift 2 ;;
+    -w|--warmup) WARMUP=$2; shift 2 ;;
+    --port) PORT=$2; shift 2 ;;
+    --iperf-time) IPERF_T=$2; shift 2 ;;
+    --no-iperf) NO_IPERF=1; shift ;;
+    --bandwidth) BW_BPS=$2; shift 2 ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    --logs) LOGS=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    --perf) PERF=$2; shift 2 ;;
+    -h|--help) usage 0 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+
+[[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces)"
+[[ $R =~ ^[0-9]+$ ]] && (( R >= 2 )) || die "-R must be an integer >= 2, got '$R'"
+[[ $P =~ ^[0-9]+$ ]] && (( P >= 1 )) || die "-P must be an integer >= 1, got '$P'"
+[[ $ALGO =~ ^(hier|flat|auto)$ ]] || die "--algo must be hier, flat or auto, got '$ALGO'"
+[[ $TRANSPORT =~ ^(tcp|ucx)$ ]] || die "--transport must be tcp or ucx, got '$TRANSPORT'"
+[[ -z $STREAMS || $STREAMS =~ ^[0-9]+$ ]] || die "--streams must be an integer, got '$STREAMS'"
+[[ $PORT =~ ^[0-9]+$ ]] && (( PORT >= 1024 && PORT <= 65535 )) || die "--port must be 1024..65535"
+[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, got '$TIMEOUT'"
+[[ $IPERF_T =~ ^[0-9]+$ ]] && (( IPERF_T >= 1 && IPERF_T <= 120 )) || die "--iperf-time must be 1..120"
+[[ -x $PERF ]] || die "$PERF not found; build first: cmake --preset default && cmake --build --preset default"
+command -v python3 >/dev/null || die "python3 is needed to parse results"
+if (( NO_IPERF )); then
+  [[ -n $BW_BPS ]] || die "--no-iperf needs --bandwidth BITS_PER_S"
+else
+  command -v iperf3 >/dev/null || die "iperf3 not found (apt-get install iperf3) or use --no-iperf --bandwidth"
+fi
+
+# Message size in bytes (K/M/G suffixes, binary, as strata-perf reads them).
+N=$(python3 -c '
+import re,sys
+m=re.fullmatch(r"(\d+)([KMG]?)B?", sys.argv[1].upper())
+if not m: sys.exit("bad size")
+print(int(m.group(1)) << {"":0,"K":10,"M":20,"G":30}[m.group(2)])' "$SIZE") || die "--size must be like 64M, got '$SIZE'"
+
+[[ -n $LOGS ]] || LOGS=$(mktemp -d /tmp/strata-wan.XXXXXX)
+mkdir -p "$LOGS"
+
+PIDS=()
+IPERF_PID=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  local p
+  for p in "${PIDS[@]}" $IPERF_PID; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.5
+  for p in "${PIDS[@]}" $IPERF_PID; do kill -KILL "$p" 2>/dev/null || true; done
+  # Children of 'timeout' that outlived it (should not happen; by pid only).
+  local ns
+  for ((k = 0; k < R; k++)); do
+    ns=strata-r$k
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+  done
+  if (( KEEP )); then echo "# namespaces kept (bench/wan/netns.sh down removes them)"
+  else "$here/netns.sh" down >/dev/null 2>&1 || true; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$here/netns.sh" up "$R" "$RATE" $ONEWAY
+
+# ---- raw throughput region 0 -> region 1
+if (( NO_IPERF )); then
+  B_BPS=$BW_BPS
+else
+  ip netns exec strata-r1 timeout $((IPERF_T + 20)) iperf3 -s -1 -B 10.77.0.2 -p 5201 \
+    >"$LOGS/iperf3-server.log" 2>&1 &
+  IPERF_PID=$!
+  # Wait for the server to listen (bounded).
+  for _ in $(seq 50); do
+    ip netns exec strata-r1 ss -ltn 2>/dev/null | grep -q '10.77.0.2:5201' && break
+    sleep 0.1
+  done
+  ip netns exec strata-r0 timeout $((IPERF_T + 15)) iperf3 -c 10.77.0.2 -p 5201 -t "$IPERF_T" -J \
+    >"$LOGS/iperf3.json" 2>"$LOGS/iperf3-client.err" || die "iperf3 failed; see $LOGS/iperf3*"
+  wait "$IPERF_PID" 2>/dev/null || true
+  IPERF_PID=""
+  B_BPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' \
+    "$LOGS/iperf3.json") || die "cannot parse $LOGS/iperf3.json"
+fi
+echo "# iperf3 strata-r0 -> strata-r1: $(python3 -c "print(f'{$B_BPS/1e6:.1f}')") Mbit/s"
+
+# ---- ranks
+W=$((R * P))
+ENVS=("STRATA_WORLD_SIZE=$W" "STRATA_ROOT=10.77.0.1:$PORT" "STRATA_ALGO=$ALGO"
+      "STRATA_TRANSPORT=$TRANSPORT" "STRATA_TIMEOUT_S=$TIMEOUT")
+[[ -n $STREAMS ]] && ENVS+=("STRATA_WAN_STREAMS=$STREAMS")
+[[ -n $DELAY ]] && ENVS+=("STRATA_WAN_EMULATE=delay=$DELAY,window=$WINDOW")
+PERF_ARGS=(-b "$N" -e "$N" -n "$ITERS" -w "$WARMUP" -d "$DTYPE" --transport "$TRANSPORT" "${EXTRA[@]}")
+echo "# ranks: R=$R P=$P world=$W algo=$ALGO transport=$TRANSPORT streams=${STREAMS:-auto}" \
+     "emulate=${DELAY:+delay=$DELAY,window=$WINDOW} size=$N B logs=$LOGS"
+echo "# env: ${ENVS[*]}"
+echo "# cmd: $PERF ${PERF_ARGS[*]}"
+
+for ((k = 0; k < R; k++)); do
+  for ((j = 0; j < P; j++)); do
+    rank=$((k * P + j))
+    ip netns exec "strata-r$k" env "${ENVS[@]}" STRATA_RANK=$rank STRATA_REGION=r$k \
+      STRATA_HOST=r$k-host STRATA_SOCKET_IFADDR=10.77.0.$((k + 1)) \
+      timeout -k 5 $((TIMEOUT + 30)) "$PERF" "${PERF_ARGS[@]}" >"$LOGS/rank$rank.log" 2>&1 &
+    PIDS+=($!)
+  done
+done
+
+# Wait for every rank, bounded.
+deadline=$((SECONDS + TIMEOUT + 40))
+failed=0
+for i in "${!PIDS[@]}"; do
+  p=${PIDS[$i]}
+  while kill -0 "$p" 2>/dev/null && (( SECONDS < deadline )); do sleep 0.2; done
+  if kill -0 "$p" 2>/dev/null; then
+    echo "run_allreduce.sh: rank $i still running after the deadline; killing" >&2
+    failed=1
+    continue
+  fi
+  if ! wait "$p"; then
+    rc=$?
+    echo "run_allreduce.sh: rank $i exited with status $rc; last lines of $LOGS/rank$i.log:" >&2
+    tail -5 "$LOGS/rank$i.log" >&2 || true
+    failed=1
+  fi
+done
+PIDS=()
+
+cat "$LOGS/rank0.log"
+(( failed == 0 )) || die "some ranks failed (logs in $LOGS)"
+
+# ---- summary
+python3 - "$LOGS/rank0.log" "$N" "$B_BPS" "$R" <<'EOF'
+import sys
+log, n, b_bps, r = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+row = None
+for line in open(log):
+    f = line.split()
+    if f and not line.startswith("#") and f[0] == str(n):
+        row = f
+if row is None:
+    sys.exit("run_allreduce.sh: no result row for size %d in %s" % (n, log))
+t_oop, t_ip = float(row[5]) * 1e-6, float(row[9]) * 1e-6
+b = b_bps / 8.0                                   # bytes/s
+bound = 2.0 * (r - 1) / r * n / b
+print("# ---- summary")
+print(f"# raw throughput B (iperf3 r0->r1) : {b_bps/1e6:9.1f} Mbit/s = {b/1e6:8.2f} MB/s")
+print(f"# message N                        : {n} B")
+print(f"# allreduce time T (out-of-place)  : {t_oop*1e3:9.1f} ms   (in-place {t_ip*1e3:.1f} ms)")
+print(f"# lower bound 2(R-1)/R * N / B     : {bound*1e3:9.1f} ms   (R={r})")
+print(f"# T / bound                        : {t_oop/bound:9.2f}      (in-place {t_ip/bound:.2f})")
+print(f"# busbw {row[7]} GB/s out-of-place, {row[11]} GB/s in-place; #wrong {row[8]} / {row[12]}")
+EOF
