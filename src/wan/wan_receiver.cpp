@@ -236,11 +236,7 @@ void WanTransport::try_match(int peer) {
 void WanTransport::match(int peer, const InMsgPtr& m) {
   auto& in = in_[static_cast<std::size_t>(peer)];
   m->matched = true;
-  auto posted = in.posted.find(m->tag);
-  if (posted != in.posted.end()) {
-    ReqPtr r = posted->second.front();
-    posted->second.pop_front();
-    if (posted->second.empty()) in.posted.erase(posted);
+  if (ReqPtr r = in.posted.take(m->tag)) {
     if (m->total > r->size) {
       r->fail(truncation(peer, m->total, r->size));
       m->dest = nullptr;
@@ -255,7 +251,7 @@ void WanTransport::match(int peer, const InMsgPtr& m) {
       m->staging.reset(new char[m->total ? m->total : 1]);
       m->dest = m->staging.get();
     }
-    in.unexpected[m->tag].push_back(m);
+    in.unexpected.push(m->tag, m);
   }
   if (m->complete) {
     if (m->req) m->req->complete(m->total);

@@ -95,11 +95,7 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
 RequestPtr WanTransport::send_to_self(Tag tag, const void* buf, std::size_t bytes) {
   auto req = std::make_shared<WanRequest>(rank_, tag, const_cast<void*>(buf), bytes);
   auto& in = in_[static_cast<std::size_t>(rank_)];
-  auto posted = in.posted.find(tag);
-  if (posted != in.posted.end()) {
-    auto r = posted->second.front();
-    posted->second.pop_front();
-    if (posted->second.empty()) in.posted.erase(posted);
+  if (auto r = in.posted.take(tag)) {
     if (bytes > r->size) {
       r->fail(truncation(rank_, bytes, r->size));
     } else {
@@ -114,7 +110,7 @@ RequestPtr WanTransport::send_to_self(Tag tag, const void* buf, std::size_t byte
     if (bytes) std::memcpy(m->staging.get(), buf, bytes);
     m->dest = m->staging.get();
     m->matched = m->complete = true;
-    in.unexpected[tag].push_back(m);
+    in.unexpected.push(tag, m);
   }
   req->complete(bytes);
   return req;
@@ -127,14 +123,11 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     return req;
   }
   auto& in = in_.at(static_cast<std::size_t>(peer));
-  auto it = in.unexpected.find(tag);
-  if (it == in.unexpected.end()) {
-    in.posted[tag].push_back(req);
+  InMsgPtr m = in.unexpected.take(tag);
+  if (!m) {
+    in.posted.push(tag, req);
     return req;
   }
-  InMsgPtr m = it->second.front();
-  it->second.pop_front();
-  if (it->second.empty()) in.unexpected.erase(it);
   if (m->total > capacity) {
     req->fail(truncation(peer, m->total, capacity));
     m->dest = nullptr;  // the rest of its stripes are dropped
@@ -220,8 +213,7 @@ void WanTransport::apply_abort() {
     }
   }
   for (auto& i : in_) {
-    for (auto& [tag, q] : i.posted)
-      for (auto& r : q) r->fail(why);
+    i.posted.for_each([&](ReqPtr& r) { r->fail(why); });
     i.posted.clear();
     for (auto& [id, m] : i.msgs)
       if (m->req) m->req->fail(why);

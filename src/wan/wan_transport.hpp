@@ -23,6 +23,7 @@
 
 #include "bootstrap/store.hpp"
 #include "core/asio.hpp"
+#include "transport/tag_queues.hpp"
 #include "transport/transport.hpp"
 #include "wan/emulation.hpp"
 #include "wan/frame.hpp"
@@ -178,8 +179,8 @@ class WanTransport : public transport::Transport {
     std::vector<InStream> streams;
     std::map<std::uint64_t, InMsgPtr> msgs;  // known and not both matched and complete
     std::uint64_t next_match = 0;
-    std::map<Tag, std::deque<ReqPtr>> posted;
-    std::map<Tag, std::deque<InMsgPtr>> unexpected;
+    transport::TagQueues<ReqPtr> posted;
+    transport::TagQueues<InMsgPtr> unexpected;
   };
 
   // sender

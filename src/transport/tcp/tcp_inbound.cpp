@@ -23,11 +23,7 @@ void TcpTransport::begin_frame(int peer) {
   const std::size_t n = in.header.bytes;
   in.remaining = n;
   in.target = nullptr;
-  auto posted = in.posted.find(tag);
-  if (posted != in.posted.end()) {
-    in.req = posted->second.front();
-    posted->second.pop_front();
-    if (posted->second.empty()) in.posted.erase(posted);
+  if ((in.req = in.posted.take(tag))) {
     if (n > in.req->size) {
       // Fail this receive, and keep the stream in step by dropping the payload.
       in.req->fail(truncation(peer, n, in.req->size));
@@ -41,7 +37,7 @@ void TcpTransport::begin_frame(int peer) {
   in.unexpected_msg->buffer = pool_.take(n);
   in.unexpected_msg->size = n;
   in.target = in.unexpected_msg->buffer.data.get();
-  in.unexpected[tag].push_back(in.unexpected_msg);
+  in.unexpected.push(tag, in.unexpected_msg);
 }
 
 void TcpTransport::end_frame(int peer) {

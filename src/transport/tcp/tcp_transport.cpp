@@ -81,11 +81,7 @@ RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     return req;
   }
   auto& in = in_.at(static_cast<std::size_t>(peer));
-  auto it = in.unexpected.find(tag);
-  if (it != in.unexpected.end()) {
-    auto u = it->second.front();
-    it->second.pop_front();
-    if (it->second.empty()) in.unexpected.erase(it);
+  if (auto u = in.unexpected.take(tag)) {
     if (u->complete) deliver(peer, *u, *req, pool_);
     else u->waiting = req;
     return req;
@@ -94,18 +90,14 @@ RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     req->fail("rank " + std::to_string(peer) + ": " + in.failed);
     return req;
   }
-  in.posted[tag].push_back(req);
+  in.posted.push(tag, req);
   return req;
 }
 
 RequestPtr TcpTransport::send_to_self(Tag tag, const void* buf, std::size_t bytes) {
   auto req = std::make_shared<TcpRequest>(rank_, tag, const_cast<void*>(buf), bytes);
   auto& in = in_[rank_];
-  auto posted = in.posted.find(tag);
-  if (posted != in.posted.end()) {
-    auto r = posted->second.front();
-    posted->second.pop_front();
-    if (posted->second.empty()) in.posted.erase(posted);
+  if (auto r = in.posted.take(tag)) {
     if (bytes > r->size) {
       r->fail(truncation(rank_, bytes, r->size));
     } else {
@@ -118,7 +110,7 @@ RequestPtr TcpTransport::send_to_self(Tag tag, const void* buf, std::size_t byte
     u->size = bytes;
     if (bytes) std::memcpy(u->buffer.data.get(), buf, bytes);
     u->complete = true;
-    in.unexpected[tag].push_back(u);
+    in.unexpected.push(tag, u);
   }
   req->complete(bytes);
   return req;
@@ -207,8 +199,7 @@ void TcpTransport::fail_inbound(int peer, const std::string& why) {
   if (in.unexpected_msg && in.unexpected_msg->waiting) in.unexpected_msg->waiting->fail(msg);
   in.req.reset();
   in.unexpected_msg.reset();
-  for (auto& [tag, q] : in.posted)
-    for (auto& r : q) r->fail("rank " + std::to_string(peer) + ": " + why);
+  in.posted.for_each([&](auto& r) { r->fail(msg); });
   in.posted.clear();
 }
 
@@ -228,12 +219,11 @@ void TcpTransport::apply_abort() {
     o.queue.clear();
   }
   for (auto& i : in_) {
-    for (auto& [tag, q] : i.posted)
-      for (auto& r : q) r->fail(why);
+    i.posted.for_each([&](auto& r) { r->fail(why); });
     i.posted.clear();
-    for (auto& [tag, q] : i.unexpected)
-      for (auto& u : q)
-        if (u->waiting) u->waiting->fail(why);
+    i.unexpected.for_each([&](auto& u) {
+      if (u->waiting) u->waiting->fail(why);
+    });
   }
   // Closing stops every read in progress: no late bytes land in a caller's buffer.
   close_sockets();

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "transport/tag_queues.hpp"
 #include "transport/tcp/tcp_request.hpp"
 #include "transport/transport.hpp"
 
@@ -70,8 +71,8 @@ class TcpTransport : public Transport {
     std::size_t remaining = 0;
     std::shared_ptr<TcpRequest> req;  // the posted receive being filled, or
     std::shared_ptr<Unexpected> unexpected_msg;  // the unexpected buffer being filled
-    std::map<Tag, std::deque<std::shared_ptr<TcpRequest>>> posted;
-    std::map<Tag, std::deque<std::shared_ptr<Unexpected>>> unexpected;
+    TagQueues<std::shared_ptr<TcpRequest>> posted;
+    TagQueues<std::shared_ptr<Unexpected>> unexpected;
   };
 
   void accept();
