@@ -187,17 +187,12 @@ void WanTransport::wait_event(std::chrono::microseconds max) {
 }
 
 void WanTransport::abort(const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    if (abort_reason_.empty()) abort_reason_ = why;
-  }
-  aborted_.store(true, std::memory_order_release);
+  abort_.set(why);
   io_.stop();  // thread-safe; wakes a wait_event in progress
 }
 
 std::string WanTransport::abort_reason() const {
-  std::lock_guard<std::mutex> lock(abort_mu_);
-  return "aborted: " + abort_reason_;
+  return abort_.reason();
 }
 
 void WanTransport::apply_abort() {

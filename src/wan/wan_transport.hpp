@@ -23,6 +23,7 @@
 
 #include "bootstrap/store.hpp"
 #include "core/asio.hpp"
+#include "transport/abort_state.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/transport.hpp"
 #include "wan/emulation.hpp"
@@ -92,7 +93,7 @@ class WanTransport : public transport::Transport {
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
-  bool aborted() const override { return aborted_.load(std::memory_order_acquire); }
+  bool aborted() const override { return abort_.aborted(); }
   std::string abort_reason() const override;
 
   const WanOptions& options() const { return opt_; }
@@ -220,9 +221,7 @@ class WanTransport : public transport::Transport {
   Clock::time_point next_due_ = Clock::time_point::max();
   std::mt19937_64 rng_;
   std::uint64_t reconnects_ = 0;
-  std::atomic<bool> aborted_{false};
-  mutable std::mutex abort_mu_;
-  std::string abort_reason_;
+  transport::AbortState abort_;
   bool abort_applied_ = false;
 };
 

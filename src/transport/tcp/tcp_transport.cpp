@@ -204,8 +204,7 @@ void TcpTransport::fail_inbound(int peer, const std::string& why) {
 }
 
 std::string TcpTransport::abort_reason() const {
-  std::lock_guard<std::mutex> lock(abort_mu_);
-  return "aborted: " + abort_reason_;
+  return abort_.reason();
 }
 
 void TcpTransport::apply_abort() {
@@ -254,11 +253,7 @@ void TcpTransport::wait_event(std::chrono::microseconds max) {
 }
 
 void TcpTransport::abort(const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    if (abort_reason_.empty()) abort_reason_ = why;
-  }
-  aborted_.store(true, std::memory_order_release);
+  abort_.set(why);
   io_.stop();  // thread-safe; wakes a wait_event in progress
 }
 

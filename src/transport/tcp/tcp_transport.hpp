@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "transport/abort_state.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/tcp/tcp_request.hpp"
 #include "transport/transport.hpp"
@@ -40,7 +41,7 @@ class TcpTransport : public Transport {
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
-  bool aborted() const override { return aborted_.load(std::memory_order_acquire); }
+  bool aborted() const override { return abort_.aborted(); }
   std::string abort_reason() const override;
 
  private:
@@ -97,9 +98,7 @@ class TcpTransport : public Transport {
   std::vector<Inbound> in_;
   std::vector<int> dirty_;
   BufferPool pool_;  // peers with queued sends, flushed together by progress()
-  std::atomic<bool> aborted_{false};
-  mutable std::mutex abort_mu_;
-  std::string abort_reason_;
+  AbortState abort_;
   bool abort_applied_ = false;
 };
 

@@ -208,20 +208,12 @@ void UcxTransport::wait_event(std::chrono::microseconds max) {
 }
 
 void UcxTransport::abort(const std::string& why) {
-  {
-    std::lock_guard lock(abort_mu_);
-    if (abort_flag_.load(std::memory_order_relaxed)) return;
-    abort_why_ = why;
-    abort_flag_.store(true, std::memory_order_release);
-  }
+  abort_.set(why);
   // Wakes an engine thread blocked in wait_event; safe from any thread.
   ucp_worker_signal(worker_);
 }
 
-std::string UcxTransport::abort_text() const {
-  std::lock_guard lock(abort_mu_);
-  return "aborted: " + abort_why_;
-}
+std::string UcxTransport::abort_text() const { return abort_.reason(); }
 
 void UcxTransport::apply_abort() {
   abort_applied_ = true;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bootstrap/store.hpp"
+#include "transport/abort_state.hpp"
 #include "transport/transport.hpp"
 #include "transport/ucx/ucx_request.hpp"
 
@@ -37,7 +38,7 @@ class UcxTransport final : public Transport {
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
-  bool aborted() const override { return abort_flag_.load(std::memory_order_acquire); }
+  bool aborted() const override { return abort_.aborted(); }
   std::string abort_reason() const override { return abort_text(); }
 
  private:
@@ -83,9 +84,7 @@ class UcxTransport final : public Transport {
   // Requests UCX still owns, kept alive here so callers may drop their RequestPtr early.
   std::unordered_map<UcxRequest*, std::shared_ptr<UcxRequest>> pending_;
 
-  std::atomic<bool> abort_flag_{false};
-  mutable std::mutex abort_mu_;  // guards abort_why_ while it is written
-  std::string abort_why_;
+  AbortState abort_;
   bool abort_applied_ = false;  // engine thread only
 };
 
