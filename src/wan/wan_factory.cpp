@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "bootstrap/tcp_store.hpp"
+#include "transport/address_exchange.hpp"
 #include "core/config.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
@@ -9,18 +9,6 @@
 namespace strata::wan {
 
 namespace {
-
-// Same rule as the tcp transport: the configured address, else the interface that
-// reaches the rendezvous root.
-std::string listen_host(bootstrap::Store& store) {
-  const std::string configured = config::get_string("socket_ifaddr");
-  if (!configured.empty()) return configured;
-  if (auto* tcp_store = dynamic_cast<bootstrap::TcpStore*>(&store)) return tcp_store->local_address();
-  if (auto* prefixed = dynamic_cast<bootstrap::PrefixStore*>(&store))
-    if (auto* inner = dynamic_cast<bootstrap::TcpStore*>(prefixed->inner()))
-      return inner->local_address();
-  return "127.0.0.1";
-}
 
 std::int64_t positive(const char* name, const char* env, std::int64_t lo, std::int64_t hi) {
   const std::int64_t v = config::get_int(name);
@@ -59,11 +47,9 @@ std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size,
                                                          bootstrap::Store& store,
                                                          Clock::time_point deadline,
                                                          const WanOptions& options) {
-  auto t = std::make_unique<WanTransport>(rank, size, listen_host(store), options);
-  store.set("wan/" + std::to_string(rank), t->address());
-  std::vector<std::string> keys;
-  for (int r = 0; r < size; ++r) keys.push_back("wan/" + std::to_string(r));
-  t->set_peer_addresses(store.get(keys, deadline));
+  auto t = std::make_unique<WanTransport>(rank, size, transport::listen_host(store), options);
+  t->set_peer_addresses(
+      transport::exchange_addresses(store, "wan", rank, size, t->address(), deadline));
   return t;
 }
 

@@ -1,0 +1,26 @@
+#include "transport/address_exchange.hpp"
+
+#include "bootstrap/tcp_store.hpp"
+#include "core/config.hpp"
+
+namespace strata::transport {
+
+std::string listen_host(bootstrap::Store& store) {
+  const std::string configured = config::get_string("socket_ifaddr");
+  if (!configured.empty()) return configured;
+  auto* s = &store;
+  if (auto* prefixed = dynamic_cast<bootstrap::PrefixStore*>(s)) s = prefixed->inner();
+  if (auto* tcp_store = dynamic_cast<bootstrap::TcpStore*>(s)) return tcp_store->local_address();
+  return "127.0.0.1";
+}
+
+std::vector<std::string> exchange_addresses(bootstrap::Store& store, const std::string& kind,
+                                            int rank, int size, const std::string& mine,
+                                            Clock::time_point deadline) {
+  store.set(kind + "/" + std::to_string(rank), mine);
+  std::vector<std::string> keys;
+  for (int r = 0; r < size; ++r) keys.push_back(kind + "/" + std::to_string(r));
+  return store.get(keys, deadline);
+}
+
+}  // namespace strata::transport
