@@ -51,17 +51,18 @@ void Context::expect_bytes(const RequestPtr& r, std::size_t bytes) {
 
 void Context::wait_all(const std::vector<RequestPtr>& rs) {
   // Wake up now and then to run the consistency check, so that a mismatch that would
-  // otherwise hang (e.g. different counts) is reported within a fraction of a second.
-  constexpr auto kSlice = std::chrono::milliseconds(100);
+  // otherwise hang (e.g. different counts) is reported within a fraction of a second;
+  // much more often when background stages need their next step posted.
+  const auto slice = background_ ? std::chrono::microseconds(200) : std::chrono::microseconds(100'000);
   for (;;) {
     bool finished = false;
     try {
-      finished = transport::wait_all(*p_.transport, rs,
-                                     std::min(p_.deadline, Clock::now() + kSlice));
+      finished = transport::wait_all(*p_.transport, rs, std::min(p_.deadline, Clock::now() + slice));
     } catch (const TransportError& e) {
       if (p_.guard) p_.guard(true);  // a size error is usually a mismatch: say so if it is
       throw TransportError(p_.what + " on rank " + std::to_string(my_rank()) + ": " + e.what());
     }
+    if (background_) background_();
     if (p_.guard) p_.guard(false);
     if (finished) return;
     if (Clock::now() >= p_.deadline) {
@@ -70,11 +71,28 @@ void Context::wait_all(const std::vector<RequestPtr>& rs) {
         if (!r->done()) waiting.insert(r->peer());
       std::string peers;
       for (int w : waiting) peers += (peers.empty() ? "" : ", ") + std::to_string(w);
-      throw TimeoutError(p_.what + " timed out on rank " + std::to_string(my_rank()) +
-                         " waiting for rank(s) " + peers +
-                         " (deadline from STRATA_TIMEOUT_S or the call's timeout)");
+      throw_timeout("rank(s) " + peers);
     }
   }
+}
+
+void Context::wait_until(const std::function<bool()>& done, const std::string& waiting_for) {
+  for (unsigned round = 0;; ++round) {
+    if (background_) background_();
+    if (done()) return;
+    if (p_.transport->aborted()) throw AbortedError(p_.transport->abort_reason());
+    if (!p_.transport->progress() && round % 8 == 7) {
+      if (p_.guard) p_.guard(false);
+      if (Clock::now() >= p_.deadline) throw_timeout(waiting_for);
+      p_.transport->wait_event(std::chrono::microseconds(200));
+    }
+  }
+}
+
+void Context::throw_timeout(const std::string& waiting_for) {
+  throw TimeoutError(p_.what + " timed out on rank " + std::to_string(my_rank()) +
+                     " waiting for " + waiting_for +
+                     " (deadline from STRATA_TIMEOUT_S or the call's timeout)");
 }
 
 }  // namespace strata::collectives

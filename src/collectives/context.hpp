@@ -66,13 +66,25 @@ class Context {
   // After a completed receive: a short message means the sender disagreed about sizes.
   void expect_bytes(const RequestPtr& r, std::size_t bytes);
 
+  // Work that must keep moving while this context blocks (a pipelined plan's stages in
+  // flight): called between polls of the transport by every wait below. Its own
+  // failures propagate out of the wait that ran it.
+  void set_background(std::function<void()> f) { background_ = std::move(f); }
+  // Blocks, driving the transport and the background work, until done() is true.
+  // `waiting_for` names what is awaited in the timeout message.
+  void wait_until(const std::function<bool()>& done, const std::string& waiting_for);
+
+  // Slots 0-2 belong to the flat algorithms; 3 is free for plans that call them.
   void* scratch(int slot, std::size_t bytes) { return p_.scratch->get(slot, bytes); }
   std::size_t chunk_bytes() const { return p_.chunk_bytes; }
   const std::string& what() const { return p_.what; }
   int my_rank() const { return p_.transport->rank(); }
 
  private:
+  [[noreturn]] void throw_timeout(const std::string& waiting_for);
+
   Params p_;
+  std::function<void()> background_;
 };
 
 }  // namespace strata::collectives

@@ -11,8 +11,7 @@
 #include "core/log.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
-#include "hierarchy/hierarchical_allreduce.hpp"
-#include "topology/levels.hpp"
+#include "hierarchy/hierarchical.hpp"
 #include "topology/topology_file.hpp"
 #include "transport/tags.hpp"
 #include "wan/routed_transport.hpp"
@@ -140,22 +139,8 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
 void CommImpl::plan_levels() {
   if (auto topo = topology::load_topology_from_env(size_))
     localities_ = topology::apply_placements(*topo, std::move(localities_));
-  const std::string algo = config::get_string("algo");
-  if (algo != "auto" && algo != "hier" && algo != "flat")
-    throw InvalidArgument("STRATA_ALGO='" + algo + "' is not one of auto, hier, flat");
-  if (algo == "flat") return;
-  const auto layout = topology::derive_layout(localities_);
-  const bool multi_region = !layout.split_rail.empty() &&
-                            layout.split_rail.back().level == topology::Level::region;
-  if (!layout.uniform || !multi_region) {
-    if (algo == "hier")
-      throw InvalidArgument("STRATA_ALGO=hier needs ranks in several regions with a uniform layout" +
-                            (layout.uniform ? std::string(": all ranks are in one region")
-                                            : ": " + layout.irregularity));
-    return;
-  }
-  for (const auto& rg : topology::groups_of(layout.split_rail, rank_))
-    hier_levels_.push_back(collectives::Group{rg.ranks, rg.me});
+  plan_ = hierarchy::make_plan(localities_, rank_, hierarchy::parse_choice(config::get_string("algo")));
+  if (plan_ && rank_ == 0) log::info(plan_->describe());
 }
 
 void CommImpl::configure_spin() {
@@ -252,9 +237,7 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
   }
   collectives::Context ctx(params);
   try {
-    if (a.kind == CollectiveKind::allreduce && !hier_levels_.empty())
-      hierarchy::hierarchical_allreduce(ctx, hier_levels_, a.send, a.recv, a.count, a.dtype, a.op, size_);
-    else
+    if (!plan_ || !hierarchy::run_hierarchical(ctx, *plan_, a))
       collectives::run_collective(ctx, collectives::Group::world(rank_, size_), a);
   } catch (const TimeoutError& e) {
     // The fingerprint tells whether the previous rank ever reached this collective.

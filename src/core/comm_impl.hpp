@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "collectives/dispatch.hpp"
 #include "core/engine.hpp"
 #include "core/fingerprint.hpp"
+#include "hierarchy/plan.hpp"
 #include "strata/communicator.hpp"
 #include "transport/transport.hpp"
 
@@ -60,7 +62,7 @@ class CommImpl {
   std::vector<Locality> localities_;
   std::unique_ptr<transport::Transport> transport_;
   collectives::Scratch scratch_;
-  std::vector<collectives::Group> hier_levels_;  // innermost first; empty: flat plans
+  std::optional<hierarchy::Plan> plan_;  // none: flat algorithms only
 
   std::mutex issue_mu_;  // orders sequence numbers with queue order
   std::uint64_t next_seq_ = 0;

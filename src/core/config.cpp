@@ -31,6 +31,9 @@ const std::vector<Setting>& registry() {
       {"small_bytes", "STRATA_SMALL_BYTES", Type::integer, "65536",
        "Up to this many bytes, allreduce, broadcast and reduce use latency-optimal "
        "log(p)-step algorithms instead of the ring."},
+      {"segment_bytes", "STRATA_SEGMENT_BYTES", Type::integer, "4194304",
+       "Segment of the hierarchical allreduce's pipeline: while one segment crosses the "
+       "WAN the next is reduced inside the region. Smaller starts the WAN sooner."},
       {"socket_ifaddr", "STRATA_SOCKET_IFADDR", Type::string, "",
        "Address the TCP transport listens on; default: the local address that reaches the "
        "rendezvous root."},

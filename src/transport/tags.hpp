@@ -17,7 +17,15 @@ enum class Channel : std::uint8_t {
   data = 1,         // an algorithm's main stream
   data2 = 2,        // a second stream (e.g. a second tree, or a flag exchange)
   result = 3,       // results fanned back out (e.g. to ranks folded out of a power of two)
+  stage0 = 16,      // first of kStageChannels: one per pipeline segment in flight
 };
+
+// A pipelined plan runs several segments' stages at once between the same peers; each
+// gets its own channel so their messages cannot match each other's receives.
+inline constexpr int kStageChannels = 256 - static_cast<int>(Channel::stage0);
+inline Channel stage_channel(std::size_t segment) {
+  return static_cast<Channel>(static_cast<std::size_t>(Channel::stage0) + segment % kStageChannels);
+}
 
 inline constexpr std::uint64_t kSeqMask = (1ull << 31) - 1;
 

@@ -1,6 +1,6 @@
 // Multi-region layouts on one machine (localities faked per rank through STRATA_REGION
 // and STRATA_HOST): every collective against the reference, with the hierarchical
-// allreduce selected wherever the layout allows it.
+// plans (split rail on uniform layouts, leaders on uneven ones) forced or automatic.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -17,52 +17,78 @@ struct Place {
   const char* host;
 };
 
-void run_layout(const std::vector<Place>& places, TransportKind t, const char* algo, bool all_collectives,
-                const char* wan_emulate = "") {
+struct Run {
+  TransportKind transport = TransportKind::tcp;
+  const char* algo = "hier";
+  bool all_collectives = true;
+  bool large = false;
+  const char* wan_emulate = "";
+  // Small segments make the pipelined allreduce keep several segments in flight even
+  // at test sizes.
+  const char* segment_bytes = "16384";
+};
+
+void run_layout(const std::vector<Place>& places, const Run& run) {
   const int n = static_cast<int>(places.size());
   const std::string root = free_root_address();
   auto results = fork_ranks(n, std::chrono::seconds(240), [&](int rank) {
     ::setenv("STRATA_REGION", places[rank].region, 1);
     ::setenv("STRATA_HOST", places[rank].host, 1);
-    ::setenv("STRATA_ALGO", algo, 1);
-    ::setenv("STRATA_WAN_EMULATE", wan_emulate, 1);
+    ::setenv("STRATA_ALGO", run.algo, 1);
+    ::setenv("STRATA_WAN_EMULATE", run.wan_emulate, 1);
+    ::setenv("STRATA_SEGMENT_BYTES", run.segment_bytes, 1);
     ::setenv("STRATA_TIMEOUT_S", "60", 1);
     CommOptions o;
-    o.transport = t;
+    o.transport = run.transport;
     Communicator comm(rank, n, root, o);
-    run_all(comm, all_collectives ? cases(n, false) : allreduce_cases(n, true));
+    run_all(comm, run.all_collectives ? cases(n, run.large) : allreduce_cases(n, run.large));
   });
   EXPECT_EQ(failures(results), "");
 }
 
 const std::vector<Place> k2x2x2 = {{"us", "u0"}, {"us", "u0"}, {"us", "u1"}, {"us", "u1"},
                                    {"eu", "e0"}, {"eu", "e0"}, {"eu", "e1"}, {"eu", "e1"}};
+const std::vector<Place> k3x1x2 = {{"us", "u0"}, {"us", "u0"}, {"eu", "e0"},
+                                   {"eu", "e0"}, {"ap", "a0"}, {"ap", "a0"}};
 const std::vector<Place> kInterleaved = {{"us", "u0"}, {"eu", "e0"}, {"us", "u1"}, {"eu", "e1"}};
+// A region with more hosts than the others, and hosts with different rank counts.
 const std::vector<Place> kUneven3 = {{"us", "u0"}, {"us", "u0"}, {"us", "u1"},
                                      {"eu", "e0"}, {"ap", "a0"}, {"ap", "a1"}};
+const std::vector<Place> kUnevenHosts = {{"us", "u0"}, {"eu", "e0"}, {"us", "u0"},
+                                         {"us", "u1"}, {"eu", "e0"}, {"us", "u0"}};
+const std::vector<Place> kOneRegion = {{"us", "u0"}, {"us", "u0"}, {"us", "u1"}, {"us", "u1"}};
 
-TEST(Hierarchy, TwoRegionsTwoHostsTwoRanksAllreduce) { run_layout(k2x2x2, TransportKind::tcp, "hier", false); }
-TEST(Hierarchy, TwoRegionsTwoHostsTwoRanksEveryCollectiveUcx) { run_layout(k2x2x2, TransportKind::ucx, "auto", true); }
-TEST(Hierarchy, RanksInterleavedAcrossRegions) { run_layout(kInterleaved, TransportKind::tcp, "hier", true); }
-TEST(Hierarchy, ThreeUnevenRegionsFallBackToFlat) { run_layout(kUneven3, TransportKind::tcp, "auto", true); }
+TEST(Hierarchy, TwoRegionsTwoHostsTwoRanksEveryCollective) { run_layout(k2x2x2, {.large = true}); }
+TEST(Hierarchy, TwoRegionsTwoHostsTwoRanksEveryCollectiveUcx) {
+  run_layout(k2x2x2, {.transport = TransportKind::ucx, .algo = "auto"});
+}
+TEST(Hierarchy, OneMegabyteSegmentsAllreduce) {
+  run_layout(k2x2x2, {.all_collectives = false, .large = true, .segment_bytes = "1048576"});
+}
+TEST(Hierarchy, ThreeRegionsEveryCollective) { run_layout(k3x1x2, {}); }
+TEST(Hierarchy, RanksInterleavedAcrossRegions) { run_layout(kInterleaved, {}); }
+TEST(Hierarchy, ThreeUnevenRegionsUseTheLeaderPlan) { run_layout(kUneven3, {.large = true}); }
+TEST(Hierarchy, UnevenHostsInterleavedUseTheLeaderPlan) { run_layout(kUnevenHosts, {.algo = "auto"}); }
+TEST(Hierarchy, OneRegionRunsFlat) { run_layout(kOneRegion, {.algo = "auto"}); }
 
 // A WAN stream cut mid-collective (after 5 frames, and then 1% of frames at random) is
 // reconnected and resent; the results still match the reference bit for bit.
 TEST(Hierarchy, CutWanStreamsStillGiveExactResults) {
-  run_layout(k2x2x2, TransportKind::tcp, "hier", false, "cut=5,loss=0.01");
+  run_layout(k2x2x2, {.all_collectives = false, .large = true, .wan_emulate = "cut=5,loss=0.01"});
 }
 
-TEST(Hierarchy, ForcingItOnAnUnevenLayoutIsAClearError) {
+TEST(Hierarchy, ForcingItOnOneRegionIsAClearError) {
   const std::string root = free_root_address();
-  auto results = fork_ranks(static_cast<int>(kUneven3.size()), std::chrono::seconds(60), [&](int rank) {
-    ::setenv("STRATA_REGION", kUneven3[rank].region, 1);
-    ::setenv("STRATA_HOST", kUneven3[rank].host, 1);
+  auto results = fork_ranks(static_cast<int>(kOneRegion.size()), std::chrono::seconds(60), [&](int rank) {
+    ::setenv("STRATA_REGION", kOneRegion[rank].region, 1);
+    ::setenv("STRATA_HOST", kOneRegion[rank].host, 1);
     ::setenv("STRATA_ALGO", "hier", 1);
     ::setenv("STRATA_TIMEOUT_S", "10", 1);
     try {
-      Communicator comm(rank, static_cast<int>(kUneven3.size()), root);
+      Communicator comm(rank, static_cast<int>(kOneRegion.size()), root);
     } catch (const InvalidArgument& e) {
-      require(std::string(e.what()).find("STRATA_ALGO=hier needs") != std::string::npos, e.what());
+      require(std::string(e.what()).find("STRATA_ALGO=hier needs ranks in several regions") != std::string::npos,
+              e.what());
       return;
     } catch (const Error&) {
       return;  // a peer that failed first may leave this rank a rendezvous error instead

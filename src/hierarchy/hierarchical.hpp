@@ -1,0 +1,28 @@
+// Collectives over a hierarchical plan (plan.hpp). Each plan runs allreduce,
+// reduce_scatter, allgather and broadcast; the others stay flat (reduce and barrier gain
+// nothing from levels). Arguments are the flat call's: counts per rank, root a world rank.
+#pragma once
+
+#include "collectives/dispatch.hpp"
+#include "hierarchy/plan.hpp"
+
+namespace strata::hierarchy {
+
+// Returns false, doing nothing, for collectives the plan leaves to the flat algorithms.
+bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+
+// Split rail (uniform layouts). Allreduce cuts the vector into STRATA_SEGMENT_BYTES
+// segments and overlaps one segment's cross-region stage with the next one's
+// reduce-scatter inside the region.
+void split_rail_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+void split_rail_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+void split_rail_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+void split_rail_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+
+// Leader plan (any layout).
+void leader_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+void leader_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+void leader_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+void leader_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+
+}  // namespace strata::hierarchy

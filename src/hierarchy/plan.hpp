@@ -1,0 +1,47 @@
+// Which hierarchical plan a communicator runs, and the groups it runs it over (DESIGN §4).
+//
+// Uniform layouts get the split-rail plan: every rank is in one group per level, so every
+// rank (and every host's NIC) carries an equal share at every level, the WAN included.
+// Uneven layouts (a region with more hosts, a host with more ranks) get the leader plan:
+// data climbs to the lowest rank of each host, rack and cluster, the cluster leaders
+// run the collective across regions, and results flow back down. It is correct for any
+// shape; only the leaders' links carry the WAN stage.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/context.hpp"
+#include "strata/communicator.hpp"
+#include "topology/levels.hpp"
+
+namespace strata::hierarchy {
+
+struct Plan {
+  enum class Kind { split_rail, leader };
+  Kind kind = Kind::split_rail;
+  int world_size = 1;
+  int rank = 0;
+  // Every level's groups over all ranks, innermost first; the last one spans regions.
+  std::vector<topology::LevelGroups> levels;
+  // This rank's group at each level of `levels` (split rail: at every level; leader:
+  // member 0 is the leader, and a rank is absent from levels above the one it leads).
+  // Indexed like `levels`; size 0 where this rank sits the level out.
+  std::vector<collectives::Group> mine;
+
+  int depth() const { return static_cast<int>(levels.size()); }
+  // Position of `rank` in its group at level i, or -1 if it sits that level out.
+  int position(int level, int rank) const;
+  std::string describe() const;  // one line for logs
+};
+
+// STRATA_ALGO as the hierarchy sees it.
+enum class Choice { automatic, hierarchical, flat };
+Choice parse_choice(const std::string& value);  // throws InvalidArgument naming STRATA_ALGO
+
+// The plan for `rank`, or nothing when the flat algorithms should run: ranks all in one
+// region, or Choice::flat. Choice::hierarchical on a single region is an InvalidArgument.
+std::optional<Plan> make_plan(const std::vector<Locality>& localities, int rank, Choice choice);
+
+}  // namespace strata::hierarchy

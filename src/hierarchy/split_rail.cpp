@@ -1,0 +1,239 @@
+// Split-rail plans: at every level a rank works with the ranks that hold the same
+// position at every other level, so the levels nest like digits of a mixed-radix number
+// (level 0 most significant). Reduce-scatter down the levels leaves each rank a 1/P
+// shard; the region level moves only that shard, over every rank's own WAN path.
+#include <cstring>
+#include <deque>
+#include <memory>
+
+#include "collectives/algorithms.hpp"
+#include "collectives/patterns.hpp"
+#include "collectives/reduce_kernels.hpp"
+#include "core/config.hpp"
+#include "hierarchy/hierarchical.hpp"
+#include "hierarchy/ring_stage.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::hierarchy {
+
+using collectives::CollArgs;
+using collectives::Context;
+using collectives::Group;
+
+namespace {
+
+struct Range {
+  std::size_t off = 0, n = 0;
+};
+
+// The range this rank works on at each level, outermost last: level i splits ranges[i]
+// among its group and this rank keeps piece g.me, which is ranges[i + 1].
+std::vector<Range> descend(const Plan& p, Range whole) {
+  std::vector<Range> out{whole};
+  for (const Group& g : p.mine) {
+    const Range& cur = out.back();
+    const auto parts = static_cast<std::size_t>(g.size()), me = static_cast<std::size_t>(g.me);
+    out.push_back(Range{cur.off + collectives::piece_begin(cur.n, parts, me),
+                        collectives::piece_size(cur.n, parts, me)});
+  }
+  return out;
+}
+
+// Where world rank q's block sits when blocks are ordered like the levels' pieces.
+std::size_t block_index(const Plan& p, int q) {
+  std::size_t idx = 0;
+  for (int i = 0; i < p.depth(); ++i)
+    idx = idx * static_cast<std::size_t>(p.mine[static_cast<std::size_t>(i)].size()) +
+          static_cast<std::size_t>(p.position(i, q));
+  return idx;
+}
+
+std::size_t small_bytes() { return static_cast<std::size_t>(config::get_int("small_bytes")); }
+
+void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
+  if (dst != src && bytes) std::memcpy(dst, src, bytes);
+}
+
+// Clears the context's background work however the pipeline ends.
+struct BackgroundScope {
+  Context& ctx;
+  ~BackgroundScope() { ctx.set_background(nullptr); }
+};
+
+}  // namespace
+
+void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
+  const std::size_t esz = dtype_size(a.dtype);
+  const ReduceOp partial = a.op == ReduceOp::avg ? ReduceOp::sum : a.op;
+  const int avg_div = a.op == ReduceOp::avg ? plan.world_size : 0;
+  char* out = static_cast<char*>(a.recv);
+  const int depth = plan.depth();
+
+  if (a.count * esz <= small_bytes()) {
+    // Latency first: a log(p)-step allreduce per level, every rank ending with the same bits.
+    const void* src = a.send;
+    for (const Group& g : plan.mine) {
+      collectives::run_collective(ctx, g, CollArgs{CollectiveKind::allreduce, src, out, a.count, a.dtype, partial, 0});
+      src = out;
+    }
+    if (avg_div) collectives::finish_avg(a.dtype, out, a.count, avg_div);
+    return;
+  }
+
+  // Segments small enough that the WAN starts early, few enough to keep stage channels
+  // distinct among the segments in flight. With no level below the region, segments
+  // still pay: several stages in flight keep every ring step's link busy.
+  const std::size_t seg_elems = std::max<std::size_t>(
+      {std::size_t{1}, static_cast<std::size_t>(config::get_int("segment_bytes")) / esz,
+       (a.count + transport::kStageChannels - 1) / transport::kStageChannels});
+  const std::size_t segments = (a.count + seg_elems - 1) / seg_elems;
+  const Group& top = plan.mine.back();
+
+  std::deque<std::unique_ptr<RingStage>> in_flight;  // oldest first
+  std::vector<std::vector<Range>> ranges(segments);
+  ctx.set_background([&] {
+    for (auto& st : in_flight) st->poll();
+  });
+  BackgroundScope scope{ctx};
+
+  // The intra-region allgather of a segment runs once its cross-region stage is done.
+  std::size_t next_to_gather = 0;
+  auto gather_oldest = [&] {
+    const std::size_t s = next_to_gather++;
+    RingStage& st = *in_flight.front();
+    ctx.wait_until([&] { return st.done(); }, "the cross-region stage of segment " + std::to_string(s));
+    in_flight.pop_front();
+    for (int i = depth - 2; i >= 0; --i) {
+      const Range& r = ranges[s][static_cast<std::size_t>(i)];
+      collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n, a.dtype);
+    }
+  };
+  // Two stages stay in flight while the next segment is reduced, so the WAN link always
+  // has queued work but segments still finish roughly in order.
+  constexpr std::size_t kInFlight = 2;
+  for (std::size_t s = 0; s < segments; ++s) {
+    const std::size_t b = collectives::piece_begin(a.count, segments, s);
+    ranges[s] = descend(plan, Range{b, collectives::piece_size(a.count, segments, s)});
+    const char* src = static_cast<const char*>(a.send);
+    for (int i = 0; i + 1 < depth; ++i) {
+      const Range& r = ranges[s][static_cast<std::size_t>(i)];
+      collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * esz,
+                                              out + r.off * esz, r.n, a.dtype, partial);
+      src = out;
+    }
+    const Range& shard = ranges[s][static_cast<std::size_t>(depth - 1)];
+    if (depth == 1) copy_if_distinct(out + shard.off * esz, src + shard.off * esz, shard.n * esz);
+    in_flight.push_back(std::make_unique<RingStage>(ctx, top, out + shard.off * esz, shard.n, a.dtype,
+                                                    partial, transport::stage_channel(s), avg_div));
+    in_flight.back()->poll();
+    if (in_flight.size() > kInFlight) gather_oldest();
+  }
+  while (!in_flight.empty()) gather_oldest();
+}
+
+void split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a) {
+  const std::size_t esz = dtype_size(a.dtype), block = a.count * esz;
+  const auto world = static_cast<std::size_t>(plan.world_size);
+  // Reorder the blocks so that every level's pieces are whole blocks, ending with our own.
+  char* tmp = static_cast<char*>(ctx.scratch(3, world * block));
+  const char* send = static_cast<const char*>(a.send);
+  for (int q = 0; q < plan.world_size; ++q)
+    copy_if_distinct(tmp + block_index(plan, q) * block, send + static_cast<std::size_t>(q) * block, block);
+  const ReduceOp partial = a.op == ReduceOp::avg ? ReduceOp::sum : a.op;
+  const auto ranges = descend(plan, Range{0, world * a.count});
+  for (int i = 0; i < plan.depth(); ++i) {
+    const Range& r = ranges[static_cast<std::size_t>(i)];
+    collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz,
+                                            tmp + r.off * esz, r.n, a.dtype, partial);
+  }
+  std::memcpy(a.recv, tmp + ranges.back().off * esz, block);
+  if (a.op == ReduceOp::avg) collectives::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
+}
+
+void split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
+  const std::size_t esz = dtype_size(a.dtype), block = a.count * esz;
+  const auto world = static_cast<std::size_t>(plan.world_size);
+  char* tmp = static_cast<char*>(ctx.scratch(3, world * block));
+  copy_if_distinct(tmp + block_index(plan, plan.rank) * block, a.send, block);
+  const auto ranges = descend(plan, Range{0, world * a.count});
+  // Outermost first: the WAN carries only the blocks of this rank's rail.
+  for (int i = plan.depth() - 1; i >= 0; --i) {
+    const Range& r = ranges[static_cast<std::size_t>(i)];
+    collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz, r.n, a.dtype);
+  }
+  char* recv = static_cast<char*>(a.recv);
+  for (int q = 0; q < plan.world_size; ++q)
+    copy_if_distinct(recv + static_cast<std::size_t>(q) * block, tmp + block_index(plan, q) * block, block);
+}
+
+namespace {
+
+// The member at src_pos hands every member its piece of r; everyone ends with its own.
+void scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, Range r,
+                    std::size_t esz, int src_pos) {
+  const auto parts = static_cast<std::size_t>(g.size());
+  auto piece = [&](int m) {
+    return Range{r.off + collectives::piece_begin(r.n, parts, static_cast<std::size_t>(m)),
+                 collectives::piece_size(r.n, parts, static_cast<std::size_t>(m))};
+  };
+  if (g.me != src_pos) {
+    const Range mine = piece(g.me);
+    auto req = ctx.recv(g.rank(src_pos), collectives::Channel::data2, out + mine.off * esz, mine.n * esz);
+    ctx.wait(req);
+    ctx.expect_bytes(req, mine.n * esz);
+    return;
+  }
+  std::vector<collectives::RequestPtr> sends;
+  for (int m = 0; m < g.size(); ++m) {
+    const Range p = piece(m);
+    if (m == g.me)
+      copy_if_distinct(out + p.off * esz, src + p.off * esz, p.n * esz);
+    else
+      sends.push_back(ctx.send(g.rank(m), collectives::Channel::data2, src + p.off * esz, p.n * esz));
+  }
+  ctx.wait_all(sends);
+}
+
+// True when this rank agrees with `root` at every level in [from, to).
+bool same_positions(const Plan& p, int root, int from, int to) {
+  for (int j = from; j < to; ++j)
+    if (p.position(j, p.rank) != p.position(j, root)) return false;
+  return true;
+}
+
+}  // namespace
+
+void split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
+  const std::size_t esz = dtype_size(a.dtype);
+  const int depth = plan.depth(), root = a.root;
+  char* out = static_cast<char*>(a.recv);
+  const char* send = static_cast<const char*>(a.send);
+  if (plan.rank == root) copy_if_distinct(out, send, a.count * esz);
+  auto bcast = [&](int level, char* buf, std::size_t n) {
+    const Group& g = plan.mine[static_cast<std::size_t>(level)];
+    collectives::run_collective(ctx, g, CollArgs{CollectiveKind::broadcast, buf, buf, n, a.dtype,
+                                                 ReduceOp::sum, plan.position(level, root)});
+  };
+
+  if (a.count * esz <= small_bytes()) {
+    // Across regions first along the root's rail, then down each level: one WAN crossing.
+    for (int i = depth - 1; i >= 0; --i)
+      if (same_positions(plan, root, 0, i)) bcast(i, out, a.count);
+    return;
+  }
+  // Scatter inside the root's region, move each piece along its own rail, allgather
+  // inside every region: each rank's WAN path carries 1/P of the message.
+  const auto ranges = descend(plan, Range{0, a.count});
+  for (int i = 0; i + 1 < depth; ++i)
+    if (same_positions(plan, root, i + 1, depth))
+      scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out, out, ranges[static_cast<std::size_t>(i)],
+                     esz, plan.position(i, root));
+  const Range& shard = ranges[static_cast<std::size_t>(depth - 1)];
+  bcast(depth - 1, out + shard.off * esz, shard.n);
+  for (int i = depth - 2; i >= 0; --i) {
+    const Range& r = ranges[static_cast<std::size_t>(i)];
+    collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n, a.dtype);
+  }
+}
+
+}  // namespace strata::hierarchy
