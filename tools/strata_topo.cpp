@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "hierarchy/plan.hpp"
 #include "strata/errors.hpp"
 #include "topology/levels.hpp"
 #include "topology/topology_file.hpp"
@@ -135,6 +136,12 @@ int main(int argc, char** argv) {
     else
       std::printf("layout is not uniform: %s\n", layout.irregularity.c_str());
     print_groups("leader groups, rank: level[members]@my index", layout.leader, n);
+    const auto plan = strata::hierarchy::make_plan(ls, 0, strata::hierarchy::Choice::automatic);
+    std::printf("plan with STRATA_ALGO=auto: %s\n",
+                plan ? (plan->kind == strata::hierarchy::Plan::Kind::split_rail
+                            ? "split rail (allreduce, reduce_scatter, allgather and broadcast by levels)"
+                            : "leaders (data climbs to each unit's lowest rank; cluster leaders cross regions)")
+                     : "flat (all ranks in one region)");
   } catch (const strata::Error& e) {
     std::fprintf(stderr, "strata-topo: %s\n", e.what());
     return 1;
