@@ -33,7 +33,11 @@ void wait_all(std::vector<Work>& works) {
 }  // namespace
 
 Bench::Bench(Communicator& comm, const PerfOptions& options)
-    : comm_(comm), opts_(options), send_(allocate(options.max_bytes)), recv_(allocate(options.max_bytes)) {}
+    : comm_(comm), opts_(options), send_(allocate(options.max_bytes)), recv_(allocate(options.max_bytes)) {
+  // Localities are the same on every rank, so all agree whether to gather WAN figures.
+  for (int r = 1; r < comm_.size(); ++r)
+    spans_regions_ = spans_regions_ || comm_.locality(r).region != comm_.locality(0).region;
+}
 
 Bench::Shape Bench::shape(const Case& c, std::uint64_t size_bytes) const {
   const std::size_t ts = dtype_size(c.dtype);
@@ -124,12 +128,15 @@ void Bench::prepare(const Case& c, const Shape& s, bool in_place, const Pattern&
   }
 }
 
-double Bench::time_group(const Case& c, const Shape& s, bool in_place) {
+double Bench::time_group(const Case& c, const Shape& s, bool in_place, WanDelta& wan) {
   const Buffers b = buffers(c, s, in_place);
   prepare(c, s, in_place, Pattern(comm_.size(), c.op, 0));
   std::vector<Work> pending;
   pending.reserve(static_cast<std::size_t>(opts_.iters) * 2);
   comm_.barrier().wait();
+  // Local loads only: reading the counters adds nothing to the timed loop. With -z 1 the
+  // loop's barriers are counted too (a few bytes per call).
+  const TrafficStats t0 = comm_.traffic();
   const auto start = Clock::now();
   for (int it = 0; it < opts_.iters; ++it) {
     issue(c, s, b, pending);
@@ -140,6 +147,9 @@ double Bench::time_group(const Case& c, const Shape& s, bool in_place) {
   }
   wait_all(pending);
   double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / opts_.iters;
+  const TrafficStats t1 = comm_.traffic();
+  wan.payload += t1.wan_bytes_sent - t0.wan_bytes_sent;
+  wan.wire += t1.wan_wire_bytes_sent - t0.wan_wire_bytes_sent;
   // The row reports the slowest rank.
   comm_.allreduce(&us, &us, 1, DataType::f64, ReduceOp::max).wait();
   return us;
@@ -188,6 +198,22 @@ std::int64_t Bench::check_group(const Case& c, const Shape& s, bool in_place) {
   return wrong;
 }
 
+WanBytes Bench::gather_wan(const WanDelta& mine, int calls) {
+  const auto n = static_cast<std::size_t>(comm_.size());
+  const std::uint64_t send[2] = {mine.payload, mine.wire};
+  std::vector<std::uint64_t> all(2 * n);
+  // i64 only names the element size: an allgather copies bits and never reduces them.
+  comm_.allgather(send, all.data(), 2, DataType::i64).wait();
+  WanBytes w;
+  for (std::size_t r = 0; r < n; ++r) {
+    const double payload = static_cast<double>(all[2 * r]) / calls;
+    w.mean += payload / static_cast<double>(n);
+    w.max = std::max(w.max, payload);
+    w.wire_mean += static_cast<double>(all[2 * r + 1]) / calls / static_cast<double>(n);
+  }
+  return w;
+}
+
 ResultRow Bench::run(const Case& c, std::uint64_t size_bytes) {
   const Shape s = shape(c, size_bytes);
   {
@@ -203,8 +229,9 @@ ResultRow Bench::run(const Case& c, std::uint64_t size_bytes) {
   row.redop = reduces(c.collective) ? to_string(c.op) : "none";
   row.root = rooted(c.collective) ? c.root : -1;
   const double factor = bus_bw_factor(collective_name(c.collective), comm_.size()).value_or(1.0);
+  WanDelta wan;
   for (const bool in_place : {false, true}) {
-    const double us = time_group(c, s, in_place);
+    const double us = time_group(c, s, in_place, wan);
     // strata's send and recv do not define a result when their buffers alias, so an
     // in-place sendrecv is timed (as nccl-tests does) but has nothing to check: N/A.
     const bool checkable = !(in_place && c.collective == Collective::sendrecv);
@@ -212,6 +239,8 @@ ResultRow Bench::run(const Case& c, std::uint64_t size_bytes) {
     if (opts_.check > 0 && checkable) wrong = check_group(c, s, in_place);
     (in_place ? row.in_place : row.out_of_place) = make_timing(us, s.bytes, factor, wrong);
   }
+  // After both groups are timed, so the gather's own traffic is in neither.
+  if (spans_regions_) row.wan = gather_wan(wan, 2 * opts_.iters);
   return row;
 }
 

@@ -1,6 +1,7 @@
 // One strata-perf measurement: a collective at one size, out-of-place then in-place, timed
 // the way nccl-tests times it and checked with perf_data's patterns. Every rank calls the
-// same sequence; the returned row holds the slowest rank's time and everyone's #wrong.
+// same sequence; the returned row holds the slowest rank's time, everyone's #wrong and,
+// when the ranks span regions, the WAN bytes each rank sent per call.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +44,11 @@ class Bench {
     const void* send;
     void* recv;
   };
+  // This rank's WAN bytes over a timed loop.
+  struct WanDelta {
+    std::uint64_t payload = 0;
+    std::uint64_t wire = 0;
+  };
 
   Shape shape(const Case& c, std::uint64_t size_bytes) const;
   Buffers buffers(const Case& c, const Shape& s, bool in_place) const;
@@ -50,11 +56,14 @@ class Bench {
   void issue(const Case& c, const Shape& s, const Buffers& b, std::vector<Work>& pending);
   // Fills the inputs of one group with p's values and poisons its outputs.
   void prepare(const Case& c, const Shape& s, bool in_place, const Pattern& p);
-  double time_group(const Case& c, const Shape& s, bool in_place);
+  double time_group(const Case& c, const Shape& s, bool in_place, WanDelta& wan);
+  // Every rank's WAN delta, gathered; per call and over ranks.
+  WanBytes gather_wan(const WanDelta& mine, int calls);
   std::int64_t check_group(const Case& c, const Shape& s, bool in_place);
 
   Communicator& comm_;
   const PerfOptions& opts_;
+  bool spans_regions_ = false;
   std::unique_ptr<std::byte, void (*)(void*)> send_;
   std::unique_ptr<std::byte, void (*)(void*)> recv_;
 };

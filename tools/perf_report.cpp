@@ -63,6 +63,12 @@ std::string json_string(std::string_view s) {
   return out + "\"";
 }
 
+// Whole bytes: a fraction of a byte per call is noise, and the column stays narrow.
+std::string format_wan(const std::optional<WanBytes>& w) {
+  if (!w) return sformat("  %10s", "-");
+  return sformat("  %10.0f", w->mean);
+}
+
 std::string json_timing(const Timing& t) {
   return "{\"time\":" + json_number(t.time_us) + ",\"alg_bw\":" + json_number(t.alg_bw) +
          ",\"bus_bw\":" + json_number(t.bus_bw) +
@@ -169,11 +175,12 @@ std::string format_table_header() {
   std::string s = "#\n";
   s += sformat("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
                "", "", "", "", "");
-  s += sformat("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count",
+  s += sformat("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s  %10s\n", "size", "count",
                "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-               "#wrong");
-  s += sformat("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
-               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+               "#wrong", "wanB/rank");
+  s += sformat("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s  %10s\n", "(B)",
+               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+               "(B)");
   return s;
 }
 
@@ -181,13 +188,25 @@ std::string format_row(const ResultRow& row) {
   return sformat("%12llu  %12llu  %8s  %6s  %6i", static_cast<unsigned long long>(row.size),
                  static_cast<unsigned long long>(row.count), row.type.c_str(), row.redop.c_str(),
                  row.root) +
-         format_group(row.out_of_place) + format_group(row.in_place) + "\n";
+         format_group(row.out_of_place) + format_group(row.in_place) + format_wan(row.wan) + "\n";
 }
 
 std::string format_footer(std::int64_t wrong, double avg_bus_bw) {
   return sformat("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong),
                  wrong != 0 ? "FAILED" : "OK") +
          sformat("# Avg bus bandwidth    : %g \n", avg_bus_bw) + "#\n";
+}
+
+std::string format_wan_summary(const std::vector<ResultRow>& rows) {
+  const ResultRow* pick = nullptr;
+  for (const auto& r : rows)
+    if (r.wan && (pick == nullptr || r.size >= pick->size)) pick = &r;
+  if (pick == nullptr) return {};
+  const WanBytes& w = *pick->wan;
+  const double overhead = w.mean > 0 ? (w.wire_mean / w.mean - 1.0) * 100.0 : 0.0;
+  return sformat("# WAN bytes sent per rank per call: max %.0f, mean %.0f (payload), wire overhead %.2f%% "
+                 "(size %llu)\n",
+                 w.max, w.mean, overhead, static_cast<unsigned long long>(pick->size));
 }
 
 double average_bus_bw(const std::vector<ResultRow>& rows) {
@@ -213,7 +232,10 @@ std::string format_json(const RunInfo& info, const std::vector<ResultRow>& rows)
     if (i > 0) s += ",";
     s += "\n{\"size\":" + std::to_string(r.size) + ",\"count\":" + std::to_string(r.count) +
          ",\"type\":" + json_string(r.type) + ",\"redop\":" + json_string(r.redop) +
-         ",\"root\":" + std::to_string(r.root) + ",\"out_of_place\":" + json_timing(r.out_of_place) +
+         ",\"root\":" + std::to_string(r.root) +
+         // Before the timings: bench/peers/gloo_allreduce.cpp appends its extras after them.
+         ",\"wan_bytes_per_rank\":" + (r.wan ? json_number(r.wan->mean) : std::string("null")) +
+         ",\"out_of_place\":" + json_timing(r.out_of_place) +
          ",\"in_place\":" + json_timing(r.in_place) + "}";
   }
   s += "],\n\"average_bus_bandwidth\":" + json_number(average_bus_bw(rows)) + "}\n";

@@ -38,6 +38,15 @@ struct Timing {
 Timing make_timing(double time_us, std::uint64_t bytes, double bus_factor,
                    std::optional<std::int64_t> nwrong);
 
+// Bytes each rank sent over the inter-region (WAN) link per collective call, over both
+// timed groups. Measured by strata-perf on communicators that span regions; the peers
+// (and strata-perf within one region) leave it unset.
+struct WanBytes {
+  double mean = 0;       // payload, mean over ranks
+  double max = 0;        // payload, the busiest rank
+  double wire_mean = 0;  // payload plus the link's framing, acks and resends, mean over ranks
+};
+
 struct ResultRow {
   std::uint64_t size = 0;   // bytes: max(send, recv) buffer, the full buffer for AG/RS
   std::uint64_t count = 0;  // elements passed to the call (per rank for AG/RS)
@@ -46,6 +55,7 @@ struct ResultRow {
   int root = -1;
   Timing out_of_place;
   Timing in_place;
+  std::optional<WanBytes> wan;  // the wanB/rank column (mean); "-" when unset
 };
 
 // The parameters line of the header block.
@@ -72,12 +82,16 @@ struct RankLine {
 std::string format_config_header(const SweepConfig& c);
 // `library_line` (e.g. "strata 0.1.0 transport ucx ranks 2") and one line per rank.
 std::string format_rank_lines(std::string_view library_line, const std::vector<RankLine>& ranks);
-// "#\n" and the three column-heading lines.
+// "#\n" and the three column-heading lines: nccl-tests' columns, then strata's wanB/rank.
 std::string format_table_header();
 // One result line, with its trailing newline.
 std::string format_row(const ResultRow& row);
 // Out-of-bounds count, average bus bandwidth, and the closing "#" line.
 std::string format_footer(std::int64_t wrong, double avg_bus_bw);
+// "# WAN bytes sent per rank per call: max X, mean Y (payload), wire overhead Z% (size S)"
+// for the largest size among rows with WAN figures (the last such row), where payload
+// dominates fixed costs; "" when no row has them.
+std::string format_wan_summary(const std::vector<ResultRow>& rows);
 
 // nccl-tests' time column: 2 decimals below 100 us, 1 below 10 ms, none above.
 std::string format_time_us(double us);
@@ -99,7 +113,8 @@ struct RunInfo {
 };
 
 // {"tool":..,"collective":..,"ranks":..,"transport":..,"dtype":..,"op":..,"results":[..],
-//  "average_bus_bandwidth":..}; nwrong is null when unchecked. Ends with a newline.
+//  "average_bus_bandwidth":..}; nwrong is null when unchecked, and wan_bytes_per_rank
+// (WanBytes::mean) when not measured. Ends with a newline.
 std::string format_json(const RunInfo& info, const std::vector<ResultRow>& rows);
 // Writes format_json to `path`; returns false (errno set) when the file cannot be written.
 bool write_json_file(const std::string& path, const RunInfo& info,

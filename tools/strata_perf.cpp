@@ -142,7 +142,7 @@ int run_rank(const PerfOptions& o) {
   }
   const std::int64_t wrong = total_wrong(rows);
   if (me == 0) {
-    print(format_footer(wrong, average_bus_bw(rows)));
+    print(format_footer(wrong, average_bus_bw(rows)) + format_wan_summary(rows));
     if (!o.json_path.empty()) {
       const RunInfo info{"strata-perf", collective_name(o.collective), n, to_string(comm.transport()),
                          requested_dtype(o), requested_op(o)};

@@ -5,7 +5,9 @@
 // Launch: N processes with STRATA_RANK / STRATA_WORLD_SIZE / STRATA_RUN_ID set
 // (strata-run does that; bench/peers/compare.py spawns them itself).
 // Rendezvous: gloo::rendezvous::FileStore in /tmp/strata-gloo-$STRATA_RUN_ID
-// (this Gloo has no TCP store). Transport: gloo::transport::tcp on 127.0.0.1.
+// (this Gloo has no TCP store). Transport: gloo::transport::tcp on
+// $STRATA_SOCKET_IFADDR, else 127.0.0.1 (ranks in separate network namespaces,
+// as in bench/wan, each need an address the others can reach).
 //
 // For every size, every allreduce algorithm this Gloo offers is tried and the
 // fastest is reported ("Gloo's best"), named in a comment after the row and in
@@ -73,7 +75,8 @@ void usage(const char* argv0) {
       "      --screen-factor F    ... and fully time those within F x the fastest (3.0)\n"
       "      --store-dir DIR      FileStore directory (default /tmp/strata-gloo-$STRATA_RUN_ID)\n"
       "      --timeout SECONDS    Gloo operation timeout (default 600)\n"
-      "Environment: STRATA_RANK, STRATA_WORLD_SIZE, STRATA_RUN_ID (set by strata-run).\n",
+      "Environment: STRATA_RANK, STRATA_WORLD_SIZE, STRATA_RUN_ID (set by strata-run);\n"
+      "STRATA_SOCKET_IFADDR: address Gloo's TCP device binds (default 127.0.0.1).\n",
       stdout);
 }
 
@@ -197,8 +200,12 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(dir, ec);
     if (ec) die("cannot create " + dir + ": " + ec.message());
 
+    // Gloo publishes the bound address through the store, so it must be one the
+    // peers can reach, not a wildcard.
+    const char* ifaddr = std::getenv("STRATA_SOCKET_IFADDR");
+    const std::string bind_addr = ifaddr && *ifaddr ? ifaddr : "127.0.0.1";
     gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";
+    attr.hostname = bind_addr;
     auto dev = gloo::transport::tcp::CreateDevice(attr);
     gloo::rendezvous::FileStore file_store(dir);
 
@@ -253,7 +260,7 @@ int main(int argc, char** argv) {
       }
       const std::string library = "gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." +
                                   std::to_string(GLOO_VERSION_MINOR) + "." +
-                                  std::to_string(GLOO_VERSION_PATCH) + " transport tcp (127.0.0.1) ranks " +
+                                  std::to_string(GLOO_VERSION_PATCH) + " transport tcp (" + bind_addr + ") ranks " +
                                   std::to_string(nranks);
       peers::print_header(o, library, lines, notes);
     }

@@ -5,6 +5,8 @@
 # Usage: bench/wan/run_allreduce.sh [options]
 #   -R, --regions N      regions (namespaces strata-r0..)                 [2]
 #   -P, --per-region N   ranks per region                                 [2]
+#   --interleave         rank r in region r % R (default: region r / P, contiguous)
+#   --peer gloo          run Gloo's best allreduce (strata-peer-gloo) instead of strata-perf
 #   --rate RATE          HTB rate of each region's link (tc units)        [200mbit]
 #   --one-way            shape only region egress (default: both directions)
 #   --algo A             STRATA_ALGO: hier, flat or auto                  [hier]
@@ -24,7 +26,8 @@
 #   --logs DIR           where rank logs go                  [mktemp -d; kept]
 #   --keep               leave the namespaces up at exit
 #   --perf PATH          strata-perf binary              [build/tools/strata-perf]
-# Extra arguments after -- go to strata-perf.
+#   --gloo PATH          Gloo peer binary      [build/bench/peers/strata-peer-gloo]
+# Extra arguments after -- go to strata-perf (or strata-peer-gloo with --peer gloo).
 #
 # Needs root (namespaces), iproute2, iperf3, python3 (for parsing).
 set -euo pipefail
@@ -34,16 +37,19 @@ root=$(cd "$here/../.." && pwd)
 
 R=2 P=2 RATE=200mbit ONEWAY="" ALGO=hier STREAMS="" DELAY="" WINDOW=4m TRANSPORT=tcp
 SIZE=64M DTYPE=float ITERS=3 WARMUP=1 PORT=29500 IPERF_T=5 NO_IPERF=0 BW_BPS="" TIMEOUT=300
-LOGS="" KEEP=0 PERF="$root/build/tools/strata-perf"
+LOGS="" KEEP=0 PERF="$root/build/tools/strata-perf" INTERLEAVE=0 PEER=strata
+GLOO="$root/build/bench/peers/strata-peer-gloo"
 EXTRA=()
 
 die() { echo "run_allreduce.sh: error: $*" >&2; exit 1; }
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -R|--regions) R=$2; shift 2 ;;
     -P|--per-region) P=$2; shift 2 ;;
+    --interleave) INTERLEAVE=1; shift ;;
+    --peer) PEER=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --one-way) ONEWAY=--one-way; shift ;;
     --algo) ALGO=$2; shift 2 ;;
@@ -63,6 +69,7 @@ while [[ $# -gt 0 ]]; do
     --logs) LOGS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --perf) PERF=$2; shift 2 ;;
+    --gloo) GLOO=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) die "unknown option '$1' (see --help)" ;;
@@ -78,7 +85,13 @@ done
 [[ $PORT =~ ^[0-9]+$ ]] && (( PORT >= 1024 && PORT <= 65535 )) || die "--port must be 1024..65535"
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, got '$TIMEOUT'"
 [[ $IPERF_T =~ ^[0-9]+$ ]] && (( IPERF_T >= 1 && IPERF_T <= 120 )) || die "--iperf-time must be 1..120"
-[[ -x $PERF ]] || die "$PERF not found; build first: cmake --preset default && cmake --build --preset default"
+[[ $PEER =~ ^(strata|gloo)$ ]] || die "--peer must be gloo (or strata, the default), got '$PEER'"
+if [[ $PEER == gloo ]]; then
+  [[ -x $GLOO ]] || die "$GLOO not found; it is built with the default preset when Gloo is installed"
+  [[ $DTYPE == float ]] || die "--peer gloo measures float only, got -d '$DTYPE'"
+else
+  [[ -x $PERF ]] || die "$PERF not found; build first: cmake --preset default && cmake --build --preset default"
+fi
 command -v python3 >/dev/null || die "python3 is needed to parse results"
 if (( NO_IPERF )); then
   [[ -n $BW_BPS ]] || die "--no-iperf needs --bandwidth BITS_PER_S"
@@ -98,6 +111,7 @@ mkdir -p "$LOGS"
 
 PIDS=()
 IPERF_PID=""
+GLOO_STORE=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
@@ -111,6 +125,7 @@ cleanup() {
     ns=strata-r$k
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
   done
+  [[ -z $GLOO_STORE ]] || rm -rf -- "$GLOO_STORE"
   if (( KEEP )); then echo "# namespaces kept (bench/wan/netns.sh down removes them)"
   else "$here/netns.sh" down >/dev/null 2>&1 || true; fi
   exit "$rc"
@@ -143,24 +158,35 @@ echo "# iperf3 strata-r0 -> strata-r1: $(python3 -c "print(f'{$B_BPS/1e6:.1f}')"
 
 # ---- ranks
 W=$((R * P))
-ENVS=("STRATA_WORLD_SIZE=$W" "STRATA_ROOT=10.77.0.1:$PORT" "STRATA_ALGO=$ALGO"
-      "STRATA_TRANSPORT=$TRANSPORT" "STRATA_TIMEOUT_S=$TIMEOUT")
-[[ -n $STREAMS ]] && ENVS+=("STRATA_WAN_STREAMS=$STREAMS")
-[[ -n $DELAY ]] && ENVS+=("STRATA_WAN_EMULATE=delay=$DELAY,window=$WINDOW")
-PERF_ARGS=(-b "$N" -e "$N" -n "$ITERS" -w "$WARMUP" -d "$DTYPE" --transport "$TRANSPORT" "${EXTRA[@]}")
-echo "# ranks: R=$R P=$P world=$W algo=$ALGO transport=$TRANSPORT streams=${STREAMS:-auto}" \
-     "emulate=${DELAY:+delay=$DELAY,window=$WINDOW} size=$N B logs=$LOGS"
+LAYOUT=$( (( INTERLEAVE )) && echo interleaved || echo contiguous)
+if [[ $PEER == gloo ]]; then
+  # Gloo meets through a FileStore: the filesystem is shared across namespaces.
+  GLOO_STORE=$(mktemp -d /tmp/strata-gloo-wan.XXXXXX)
+  ENVS=("STRATA_WORLD_SIZE=$W")
+  PROG=$GLOO
+  ARGS=(-b "$N" -e "$N" -n "$ITERS" -w "$WARMUP" --store-dir "$GLOO_STORE" --timeout "$TIMEOUT"
+        "${EXTRA[@]}")
+  echo "# ranks: gloo R=$R P=$P world=$W layout=$LAYOUT size=$N B logs=$LOGS"
+else
+  ENVS=("STRATA_WORLD_SIZE=$W" "STRATA_ROOT=10.77.0.1:$PORT" "STRATA_ALGO=$ALGO"
+        "STRATA_TRANSPORT=$TRANSPORT" "STRATA_TIMEOUT_S=$TIMEOUT")
+  [[ -n $STREAMS ]] && ENVS+=("STRATA_WAN_STREAMS=$STREAMS")
+  [[ -n $DELAY ]] && ENVS+=("STRATA_WAN_EMULATE=delay=$DELAY,window=$WINDOW")
+  PROG=$PERF
+  ARGS=(-b "$N" -e "$N" -n "$ITERS" -w "$WARMUP" -d "$DTYPE" --transport "$TRANSPORT" "${EXTRA[@]}")
+  echo "# ranks: R=$R P=$P world=$W layout=$LAYOUT algo=$ALGO transport=$TRANSPORT" \
+       "streams=${STREAMS:-auto} emulate=${DELAY:+delay=$DELAY,window=$WINDOW} size=$N B logs=$LOGS"
+fi
 echo "# env: ${ENVS[*]}"
-echo "# cmd: $PERF ${PERF_ARGS[*]}"
+echo "# cmd: $PROG ${ARGS[*]}"
 
-for ((k = 0; k < R; k++)); do
-  for ((j = 0; j < P; j++)); do
-    rank=$((k * P + j))
-    ip netns exec "strata-r$k" env "${ENVS[@]}" STRATA_RANK=$rank STRATA_REGION=r$k \
-      STRATA_HOST=r$k-host STRATA_SOCKET_IFADDR=10.77.0.$((k + 1)) \
-      timeout -k 5 $((TIMEOUT + 30)) "$PERF" "${PERF_ARGS[@]}" >"$LOGS/rank$rank.log" 2>&1 &
-    PIDS+=($!)
-  done
+# Rank 0 serves strata's rendezvous on 10.77.0.1: it is in region 0 in either layout.
+for ((rank = 0; rank < W; rank++)); do
+  if (( INTERLEAVE )); then k=$((rank % R)); else k=$((rank / P)); fi
+  ip netns exec "strata-r$k" env "${ENVS[@]}" STRATA_RANK=$rank STRATA_REGION=r$k \
+    STRATA_HOST=r$k-host STRATA_SOCKET_IFADDR=10.77.0.$((k + 1)) \
+    timeout -k 5 $((TIMEOUT + 30)) "$PROG" "${ARGS[@]}" >"$LOGS/rank$rank.log" 2>&1 &
+  PIDS+=($!)
 done
 
 # Wait for every rank, bounded.
@@ -187,9 +213,10 @@ cat "$LOGS/rank0.log"
 (( failed == 0 )) || die "some ranks failed (logs in $LOGS)"
 
 # ---- summary
-python3 - "$LOGS/rank0.log" "$N" "$B_BPS" "$R" <<'EOF'
+python3 - "$LOGS/rank0.log" "$N" "$B_BPS" "$R" "$P" "$PEER" "$ALGO" "$LAYOUT" <<'EOF'
 import sys
-log, n, b_bps, r = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+log, n, b_bps, r, p, peer, algo, layout = sys.argv[1:9]
+n, b_bps, r, p = int(n), float(b_bps), int(r), int(p)
 row = None
 for line in open(log):
     f = line.split()
@@ -197,7 +224,10 @@ for line in open(log):
         row = f
 if row is None:
     sys.exit("run_allreduce.sh: no result row for size %d in %s" % (n, log))
+# nccl-tests' 13 columns, then wanB/rank ("-" for Gloo); Gloo names its algorithm after "#".
 t_oop, t_ip = float(row[5]) * 1e-6, float(row[9]) * 1e-6
+wan = row[13] if len(row) > 13 else "-"
+gloo_algo = row[row.index("#") + 1] if "#" in row[:-1] else "?"
 b = b_bps / 8.0                                   # bytes/s
 bound = 2.0 * (r - 1) / r * n / b
 print("# ---- summary")
@@ -207,4 +237,15 @@ print(f"# allreduce time T (out-of-place)  : {t_oop*1e3:9.1f} ms   (in-place {t_
 print(f"# lower bound 2(R-1)/R * N / B     : {bound*1e3:9.1f} ms   (R={r})")
 print(f"# T / bound                        : {t_oop/bound:9.2f}      (in-place {t_ip/bound:.2f})")
 print(f"# busbw {row[7]} GB/s out-of-place, {row[11]} GB/s in-place; #wrong {row[8]} / {row[12]}")
+if peer == "gloo":
+    what, wan_txt = f"gloo {gloo_algo}", ""
+else:
+    what, wan_txt = f"strata {algo}", f" wanB/rank={wan}"
+    if wan != "-":
+        # Each region must send 2(R-1)/R * N over its link; its P ranks share that.
+        ideal = 2.0 * (r - 1) / r * n / p
+        print(f"# WAN bytes sent per rank per call : {float(wan):9.0f} B    "
+              f"({float(wan)/n:.3f} N; even share of the bound 2(R-1)/(R*P) N = {ideal/n:.3f} N)")
+print(f"# SUMMARY {what} R={r} P={p} {layout} N={n}: T={t_oop*1e3:.1f} ms"
+      f" bound={bound*1e3:.1f} ms T/bound={t_oop/bound:.2f}{wan_txt}")
 EOF

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,20 @@ struct Locality {
   std::string rack;
   std::string host;
   int local_rank = 0;
+};
+
+// Bytes this rank moved over the inter-region (WAN) link, cumulative since the
+// communicator was created (collectives and point to point alike, including the small
+// per-collective consistency check each rank sends its neighbour). Zero when the
+// communicator does not span regions, or when STRATA_WAN_LINK=0 sends cross-region
+// traffic over the ordinary transport. Other ranks' figures are not included: gather
+// them with a collective if needed.
+struct TrafficStats {
+  std::uint64_t wan_bytes_sent = 0;       // message payload handed to the WAN link
+  std::uint64_t wan_wire_bytes_sent = 0;  // written to WAN sockets: payload, frame headers,
+                                          // acknowledgements and resends
+  std::uint64_t wan_bytes_received = 0;   // message payload received over the WAN link
+  std::uint64_t wan_bytes_resent = 0;     // payload written again after a stream broke
 };
 
 // Opaque bootstrap address in the shape of ncclUniqueId: created once (by the rank that
@@ -60,6 +75,8 @@ class Communicator {
   const Locality& locality(int rank) const;
   TransportKind transport() const;
   std::chrono::milliseconds timeout() const;
+  // Thread-safe and cheap (a few relaxed loads); see TrafficStats.
+  TrafficStats traffic() const;
 
   // count is per rank for all operations below except reduce_scatter (recvcount: send
   // holds size()*recvcount) and allgather (sendcount: recv holds size()*sendcount).

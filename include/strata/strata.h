@@ -22,6 +22,7 @@
 #define STRATA_STRATA_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define STRATA_MAJOR 0
 #define STRATA_MINOR 1
@@ -157,6 +158,24 @@ STRATA_API strataResult_t strataCommUserRank(const strataComm_t comm,
  * non-blocking operation is outstanding, else strataSuccess. Never blocks. */
 STRATA_API strataResult_t strataCommGetAsyncError(strataComm_t comm,
                                                   strataResult_t* asyncError) STRATA_NOEXCEPT;
+
+/* Bytes this rank moved over the inter-region (WAN) link, cumulative since comm was
+ * created; other ranks' figures are not included. All zero when comm does not span
+ * regions or STRATA_WAN_LINK=0. Start from STRATA_TRAFFIC_STATS_INITIALIZER: size lets a
+ * newer library fill only the fields an older caller knows. */
+typedef struct {
+  size_t size;
+  uint64_t wan_bytes_sent;      /* message payload handed to the WAN link */
+  uint64_t wan_wire_bytes_sent; /* written to WAN sockets: payload, headers, acks, resends */
+  uint64_t wan_bytes_received;  /* message payload received over the WAN link */
+  uint64_t wan_bytes_resent;    /* payload written again after a stream broke */
+} strataTrafficStats_t;
+
+#define STRATA_TRAFFIC_STATS_INITIALIZER { sizeof(strataTrafficStats_t), 0, 0, 0, 0 }
+
+/* Never blocks; may be called from any thread. */
+STRATA_API strataResult_t strataCommGetTraffic(strataComm_t comm,
+                                               strataTrafficStats_t* stats) STRATA_NOEXCEPT;
 
 /* Static text naming the code. */
 STRATA_API const char* strataGetErrorString(strataResult_t result) STRATA_NOEXCEPT;

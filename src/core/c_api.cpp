@@ -432,6 +432,23 @@ strataResult_t strataCommGetAsyncError(strataComm_t comm, strataResult_t* asyncE
   });
 }
 
+strataResult_t strataCommGetTraffic(strataComm_t comm, strataTrafficStats_t* stats) noexcept {
+  return guarded(__func__, [&](Call& call) {
+    auto state = call.comm(comm);
+    require_out(stats, "stats");
+    if (stats->size < offsetof(strataTrafficStats_t, wan_wire_bytes_sent))
+      throw strata::InvalidArgument("stats->size is " + std::to_string(stats->size) +
+                                    "; start from STRATA_TRAFFIC_STATS_INITIALIZER");
+    const strata::TrafficStats t = state->comm().traffic();
+    const strataTrafficStats_t full{sizeof full, t.wan_bytes_sent, t.wan_wire_bytes_sent,
+                                    t.wan_bytes_received, t.wan_bytes_resent};
+    const std::size_t known = std::min(stats->size, sizeof full);
+    std::memcpy(reinterpret_cast<char*>(stats) + sizeof(std::size_t),
+                reinterpret_cast<const char*>(&full) + sizeof(std::size_t), known - sizeof(std::size_t));
+    return strataSuccess;
+  });
+}
+
 const char* strataGetLastError(strataComm_t comm) noexcept {
   if (comm == nullptr) return strata::capi::thread_error();
   auto state = registry().find(comm);

@@ -103,6 +103,10 @@ int Communicator::size() const { return impl_->size(); }
 const Locality& Communicator::locality(int r) const { return impl_->locality(r); }
 TransportKind Communicator::transport() const { return impl_->transport_kind(); }
 std::chrono::milliseconds Communicator::timeout() const { return impl_->timeout(); }
+TrafficStats Communicator::traffic() const {
+  const auto c = impl_->traffic();
+  return {c.wan_payload_sent, c.wan_wire_sent, c.wan_payload_received, c.wan_resent};
+}
 void Communicator::abort() { impl_->abort("abort() called on rank " + std::to_string(rank())); }
 
 Work Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType dt,

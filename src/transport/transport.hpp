@@ -45,6 +45,18 @@ class Request {
 
 using RequestPtr = std::shared_ptr<Request>;
 
+// Bytes this rank moved over the inter-region (WAN) link since the transport was
+// created. Payload counts message bytes as algorithms see them, so it can be checked
+// against an algorithm's expected traffic; wire adds what the link itself costs (frame
+// headers, acknowledgements, resends after a broken stream), the figure a WAN bill or a
+// shaped link sees. Transports that never cross a region report zeros.
+struct TrafficCounters {
+  std::uint64_t wan_payload_sent = 0;      // message bytes handed to the WAN link by isend
+  std::uint64_t wan_wire_sent = 0;         // bytes written to WAN sockets, all overhead included
+  std::uint64_t wan_payload_received = 0;  // message bytes the link delivered, each once
+  std::uint64_t wan_resent = 0;            // payload bytes written again after a stream broke
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -71,6 +83,9 @@ class Transport {
   virtual void abort(const std::string& why) = 0;
   virtual bool aborted() const = 0;
   virtual std::string abort_reason() const = 0;
+
+  // Thread-safe (any thread may read while the engine runs); see TrafficCounters.
+  virtual TrafficCounters traffic() const { return {}; }
 };
 
 // Waits for every request, driving progress: spins briefly (latency), then sleeps in

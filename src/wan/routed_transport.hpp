@@ -26,6 +26,8 @@ class RoutedTransport : public transport::Transport {
   void abort(const std::string& why) override;
   bool aborted() const override;
   std::string abort_reason() const override;
+  // Only the WAN side crosses regions; intra-region traffic is not counted.
+  transport::TrafficCounters traffic() const override { return wan_->traffic(); }
 
  private:
   Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }

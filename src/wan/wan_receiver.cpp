@@ -211,6 +211,9 @@ void WanTransport::deliver(int peer, int s, const Arrival& a) {
   st.delivered_seq = std::max(st.delivered_seq, a.seq);
   InMsg& m = *a.msg;
   m.received += a.len;
+  // Per stripe as it is accepted (resent duplicates never get here), so the counter
+  // moves while a large message arrives and totals each peer's payload_sent to us.
+  count(payload_received_, a.len);
   if (m.received >= m.total && !m.complete) {
     m.complete = true;
     if (m.matched) {
@@ -271,7 +274,8 @@ void WanTransport::send_ack(int peer, int s) {
   st.acked_seq = st.delivered_seq;
   st.ack_writing = true;
   const SocketPtr sock = st.sock;
-  asio::async_write(*sock, asio::buffer(st.ack_out), [this, peer, s, sock](boost::system::error_code ec, std::size_t) {
+  asio::async_write(*sock, asio::buffer(st.ack_out), [this, peer, s, sock](boost::system::error_code ec, std::size_t n) {
+    count(wire_sent_, n);
     auto& t = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
     t.ack_writing = false;

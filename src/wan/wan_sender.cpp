@@ -105,7 +105,7 @@ void WanTransport::connect(int peer, int s) {
     sock->set_option(tcp::no_delay(true), ec);
     const std::array<std::uint32_t, 4> hello{kHelloMagic, static_cast<std::uint32_t>(rank_),
                                              static_cast<std::uint32_t>(s), 0};
-    asio::write(*sock, asio::buffer(hello), ec);
+    count(wire_sent_, asio::write(*sock, asio::buffer(hello), ec));
     if (ec) return break_outbound(peer, s, "handshake failed: " + ec.message());
     t.connected = true;
     if (t.unacked.empty()) t.down = false;
@@ -142,6 +142,8 @@ void WanTransport::write(int peer, int s) {
     OutFrame& f = st.unacked[st.next_write + i];
     f.h.sent_ns = stamp;
     st.batch[i] = seal(f.h, f.payload_crc);
+    if (f.written) count(resent_, f.h.length);
+    f.written = true;
     if (emu.corrupt > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < emu.corrupt)
       st.batch[i][56] ^= 1;  // the stored frame stays good for the resend
     bufs.emplace_back(st.batch[i].data(), kHeaderBytes);
@@ -151,7 +153,8 @@ void WanTransport::write(int peer, int s) {
   st.frames_written += n;
   st.writing = true;
   const SocketPtr sock = st.sock;
-  asio::async_write(*sock, bufs, [this, peer, s, sock](boost::system::error_code ec, std::size_t) {
+  asio::async_write(*sock, bufs, [this, peer, s, sock](boost::system::error_code ec, std::size_t n) {
+    count(wire_sent_, n);  // what reached the socket, even from a write that then failed
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
     t.writing = false;

@@ -88,6 +88,7 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
   }
   req->stripes_left = bytes == 0 ? 1 : (bytes + opt_.stripe_bytes - 1) / opt_.stripe_bytes;
   out.pending.push_back(PendingSend{req, out.next_msg_id++, 0});
+  count(payload_sent_, bytes);
   next_due_ = Clock::time_point::min();  // the next progress() schedules it
   return req;
 }
@@ -189,6 +190,15 @@ void WanTransport::wait_event(std::chrono::microseconds max) {
 void WanTransport::abort(const std::string& why) {
   abort_.set(why);
   io_.stop();  // thread-safe; wakes a wait_event in progress
+}
+
+transport::TrafficCounters WanTransport::traffic() const {
+  transport::TrafficCounters c;
+  c.wan_payload_sent = payload_sent_.load(std::memory_order_relaxed);
+  c.wan_wire_sent = wire_sent_.load(std::memory_order_relaxed);
+  c.wan_payload_received = payload_received_.load(std::memory_order_relaxed);
+  c.wan_resent = resent_.load(std::memory_order_relaxed);
+  return c;
 }
 
 std::string WanTransport::abort_reason() const {

@@ -99,6 +99,7 @@ class WanTransport : public transport::Transport {
   const WanOptions& options() const { return opt_; }
   // Streams broken and reopened so far (sender side), for tests and logs.
   std::uint64_t reconnects() const { return reconnects_; }
+  transport::TrafficCounters traffic() const override;
 
  private:
   using Socket = boost::asio::ip::tcp::socket;
@@ -111,6 +112,7 @@ class WanTransport : public transport::Transport {
     std::uint32_t payload_crc = 0;
     const char* payload = nullptr;
     ReqPtr req;
+    bool written = false;  // once: writing it again is a resend
   };
   struct OutStream {
     SocketPtr sock;
@@ -210,6 +212,11 @@ class WanTransport : public transport::Transport {
   void apply_abort();
   void close_all();
   std::int64_t now_ns() const;
+  // Only the engine thread counts, but traffic() may read from any thread: relaxed atomics
+  // keep those reads untorn without ordering anything else.
+  static void count(std::atomic<std::uint64_t>& c, std::size_t n) {
+    c.fetch_add(n, std::memory_order_relaxed);
+  }
 
   int rank_;
   WanOptions opt_;
@@ -221,6 +228,7 @@ class WanTransport : public transport::Transport {
   Clock::time_point next_due_ = Clock::time_point::max();
   std::mt19937_64 rng_;
   std::uint64_t reconnects_ = 0;
+  std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
   transport::AbortState abort_;
   bool abort_applied_ = false;
 };

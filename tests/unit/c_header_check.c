@@ -14,6 +14,7 @@ strataResult_t strata_check_shapes(void);
 
 strataResult_t strata_check_shapes(void) {
   strataConfig_t config = STRATA_CONFIG_INITIALIZER;
+  strataTrafficStats_t stats = STRATA_TRAFFIC_STATS_INITIALIZER;
   strataResult_t (*all_reduce)(const void*, void*, size_t, strataDataType_t, strataRedOp_t,
                                strataComm_t, strataRequest_t*) = strataAllReduce;
   strataResult_t (*reduce_scatter)(const void*, void*, size_t, strataDataType_t, strataRedOp_t,
@@ -43,6 +44,7 @@ strataResult_t strata_check_shapes(void) {
   strataResult_t (*abort_comm)(strataComm_t) = strataCommAbort;
   strataResult_t (*count)(const strataComm_t, int*) = strataCommCount;
   strataResult_t (*user_rank)(const strataComm_t, int*) = strataCommUserRank;
+  strataResult_t (*traffic)(strataComm_t, strataTrafficStats_t*) = strataCommGetTraffic;
   strataResult_t (*version)(int*) = strataGetVersion;
   strataResult_t (*unique_id)(strataUniqueId*) = strataGetUniqueId;
 
@@ -50,9 +52,9 @@ strataResult_t strata_check_shapes(void) {
   (void)barrier; (void)send; (void)recv; (void)init_rank; (void)init_config; (void)init_env;
   (void)test; (void)wait; (void)request_free; (void)async_error; (void)error_string;
   (void)last_error; (void)destroy; (void)abort_comm; (void)count; (void)user_rank;
-  (void)version; (void)unique_id;
+  (void)version; (void)unique_id; (void)traffic;
   return config.size == sizeof(strataConfig_t) && config.transport == strataTransportAuto &&
-                 config.timeout_ms == 0
+                 config.timeout_ms == 0 && stats.size == sizeof(strataTrafficStats_t)
              ? strataSuccess
              : strataInternalError;
 }

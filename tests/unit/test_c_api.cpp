@@ -83,11 +83,13 @@ std::vector<std::pair<const char*, std::function<strataResult_t(strataComm_t)>>>
   static float buf[4];
   static int out;
   static strataResult_t async;
+  static strataTrafficStats_t traffic = STRATA_TRAFFIC_STATS_INITIALIZER;
   return {
       {"strataCommCount", [](strataComm_t c) { return strataCommCount(c, &out); }},
       {"strataCommUserRank", [](strataComm_t c) { return strataCommUserRank(c, &out); }},
       {"strataCommGetAsyncError",
        [](strataComm_t c) { return strataCommGetAsyncError(c, &async); }},
+      {"strataCommGetTraffic", [](strataComm_t c) { return strataCommGetTraffic(c, &traffic); }},
       {"strataAllReduce",
        [](strataComm_t c) {
          return strataAllReduce(buf, buf, 4, strataFloat, strataSum, c, nullptr);
@@ -262,6 +264,25 @@ TEST_F(OneRank, CountAndRank) {
   EXPECT_EQ(thread_error(), "strataCommGetAsyncError: asyncError is NULL");
   ASSERT_EQ(strataCommGetAsyncError(comm_, &async), strataSuccess);
   EXPECT_EQ(async, strataSuccess) << "argument errors do not poison the communicator";
+}
+
+// One rank spans no region boundary: nothing crosses a WAN, before or after a collective.
+TEST_F(OneRank, TrafficIsZeroWithoutRegions) {
+  EXPECT_EQ(strataCommGetTraffic(comm_, nullptr), strataInvalidArgument);
+  EXPECT_EQ(thread_error(), "strataCommGetTraffic: stats is NULL");
+  float buf[4] = {1, 2, 3, 4};
+  ASSERT_EQ(strataAllReduce(buf, buf, 4, strataFloat, strataSum, comm_, nullptr), strataSuccess);
+  strataTrafficStats_t t;
+  std::memset(&t, 0xff, sizeof t);
+  t.size = 0;
+  EXPECT_EQ(strataCommGetTraffic(comm_, &t), strataInvalidArgument);
+  EXPECT_NE(thread_error().find("STRATA_TRAFFIC_STATS_INITIALIZER"), std::string::npos) << thread_error();
+  t.size = sizeof t;
+  ASSERT_EQ(strataCommGetTraffic(comm_, &t), strataSuccess) << thread_error();
+  EXPECT_EQ(t.wan_bytes_sent, 0u);
+  EXPECT_EQ(t.wan_wire_bytes_sent, 0u);
+  EXPECT_EQ(t.wan_bytes_received, 0u);
+  EXPECT_EQ(t.wan_bytes_resent, 0u);
 }
 
 TEST_F(OneRank, OutOfRangeEnumsAreRejectedNamingTheArgument) {

@@ -68,8 +68,8 @@ TEST(PerfTable, HeaderMatchesNcclTestsColumns) {
   const std::string expected =
       "#\n"
       "#                                                              out-of-place                       in-place          \n"
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n";
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong   wanB/rank\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)                (B)\n";
   EXPECT_EQ(format_table_header(), expected);
 }
 
@@ -113,12 +113,31 @@ TEST(PerfTable, RowLayout) {
   row.in_place = make_timing(6400.0, row.size, 1.0, std::int64_t{3});
   EXPECT_EQ(format_row(row),
             "    33554432       8388608     float     sum      -1   6543.2    5.13    5.13      0"
-            "   6400.0    5.24    5.24      3\n");
+            "   6400.0    5.24    5.24      3           -\n");
   row.out_of_place.nwrong.reset();
   row.in_place.nwrong.reset();
   EXPECT_EQ(format_row(row),
             "    33554432       8388608     float     sum      -1   6543.2    5.13    5.13    N/A"
-            "   6400.0    5.24    5.24    N/A\n");
+            "   6400.0    5.24    5.24    N/A           -\n");
+  row.wan = WanBytes{33554455.6, 33554456, 34000000};
+  EXPECT_EQ(format_row(row),
+            "    33554432       8388608     float     sum      -1   6543.2    5.13    5.13    N/A"
+            "   6400.0    5.24    5.24    N/A    33554456\n");
+  row.wan = WanBytes{};  // spans regions but nothing crossed (STRATA_WAN_LINK=0)
+  EXPECT_EQ(format_row(row).substr(format_row(row).size() - 13), "           0\n");
+}
+
+TEST(PerfTable, WanSummaryUsesTheLargestMeasuredSize) {
+  std::vector<ResultRow> rows(3);
+  EXPECT_EQ(format_wan_summary(rows), "");
+  rows[0].size = 1024;
+  rows[0].wan = WanBytes{1000, 1100, 2000};
+  rows[1].size = 4096;
+  rows[1].wan = WanBytes{4000, 4096, 4100};
+  rows[2].size = 8192;  // unmeasured rows are skipped
+  EXPECT_EQ(format_wan_summary(rows),
+            "# WAN bytes sent per rank per call: max 4096, mean 4000 (payload), wire overhead 2.50% "
+            "(size 4096)\n");
 }
 
 TEST(PerfTable, FooterAndAverages) {
@@ -150,9 +169,12 @@ TEST(PerfJson, DocumentShape) {
             "{\"tool\":\"strata-perf\",\"collective\":\"all_reduce\",\"ranks\":2,\"transport\":\"tcp\","
             "\"dtype\":\"float\",\"op\":\"sum\",\"results\":[\n"
             "{\"size\":1000,\"count\":250,\"type\":\"float\",\"redop\":\"sum\",\"root\":-1,"
-            "\"out_of_place\":{\"time\":1,\"alg_bw\":1,\"bus_bw\":1,\"nwrong\":0},"
+            "\"wan_bytes_per_rank\":null,\"out_of_place\":{\"time\":1,\"alg_bw\":1,\"bus_bw\":1,\"nwrong\":0},"
             "\"in_place\":{\"time\":4,\"alg_bw\":0.25,\"bus_bw\":0.25,\"nwrong\":null}}],\n"
             "\"average_bus_bandwidth\":0.625}\n");
+  row.wan = WanBytes{2048.5, 4096, 3000};
+  EXPECT_NE(format_json(info, {row}).find("\"root\":-1,\"wan_bytes_per_rank\":2048.5,\"out_of_place\""),
+            std::string::npos);
   const RunInfo odd{"t\"ool", "x", 1, "a\\b", "c\nd", ""};
   const std::string doc = format_json(odd, {});
   EXPECT_NE(doc.find("\"t\\\"ool\""), std::string::npos);
