@@ -200,8 +200,9 @@ for i in "${!PIDS[@]}"; do
     failed=1
     continue
   fi
-  if ! wait "$p"; then
-    rc=$?
+  rc=0
+  wait "$p" || rc=$?
+  if (( rc != 0 )); then
     echo "run_allreduce.sh: rank $i exited with status $rc; last lines of $LOGS/rank$i.log:" >&2
     tail -5 "$LOGS/rank$i.log" >&2 || true
     failed=1
