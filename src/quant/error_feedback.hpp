@@ -1,0 +1,68 @@
+// Error feedback: what lossy compression did not deliver is kept and added to the next
+// step's input, so over many steps every gradient component is eventually sent (the
+// property that makes biased compressors such as top-k converge like plain SGD).
+//
+// Usage per step and shard:
+//   ef.compensate(key, shard, data);        // data += residual
+//   codec.encode(data, wire);  codec.decode(wire, decoded);
+//   ef.update(key, shard, data, decoded);   // residual = data - decoded
+//
+// Residuals are keyed by (tensor key, shard offset, shard length). The shards of one key
+// must not overlap: a shard that overlaps a stored one without matching it exactly means
+// the layout changed (another world size, another bucket plan), and update() refuses it
+// until reset(key) drops the stale residuals. A NaN or infinity that reaches a residual
+// stays there until reset.
+//
+// Thread-safety: none. One store per communicator, used from that communicator's engine
+// thread only (training code reaches it through the communicator, not directly).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata::quant {
+
+struct Shard {
+  std::uint64_t offset = 0;  // first element within the tensor
+  std::uint64_t length = 0;  // elements
+  bool operator==(const Shard&) const = default;
+};
+
+class ErrorFeedback {
+ public:
+  // data += the stored residual of (key, shard), if there is one. data.size() must equal
+  // shard.length. Throws InvalidArgument (data untouched) on a size mismatch or a shard
+  // that overlaps a stored one of the same key without matching it.
+  void compensate(std::string_view key, Shard shard, std::span<float> data) const;
+
+  // Stores residual = sent - decoded, where sent is what was encoded (input plus the old
+  // residual) and decoded what decoding the encoding reproduces. Same checks as compensate;
+  // on a throw the store is unchanged.
+  void update(std::string_view key, Shard shard, std::span<const float> sent,
+              std::span<const float> decoded);
+
+  void reset(std::string_view key);
+  void reset_all();
+
+  // The stored residual, empty if none.
+  std::span<const float> residual(std::string_view key, Shard shard) const;
+  std::size_t entries() const;
+  std::size_t residual_elements() const;
+
+  // A versioned, checksummed snapshot for training checkpoints. restore() replaces the
+  // whole store, or throws InvalidArgument naming the problem and changes nothing.
+  std::vector<std::byte> save() const;
+  void restore(std::span<const std::byte> bytes);
+
+ private:
+  using Shards = std::map<std::uint64_t, std::vector<float>>;  // offset -> residual
+  std::map<std::string, Shards, std::less<>> store_;
+};
+
+}  // namespace strata::quant
