@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "strata/options.hpp"
 #include "strata/types.hpp"
@@ -103,6 +105,14 @@ class Communicator {
 
   // Fails every outstanding and future operation with AbortedError; thread-safe.
   void abort();
+
+  // Error-feedback residuals of compressed allreduce (see Compression), ordered with the
+  // collectives issued before: drop one key's (or, with "", all), or save them with a
+  // training checkpoint and restore them on resume (same world and plan). restore throws
+  // InvalidArgument on bytes that are not a residual snapshot and then changes nothing.
+  void reset_residuals(const std::string& key = "");
+  std::vector<std::byte> save_residuals();
+  void restore_residuals(std::span<const std::byte> saved);
 
  private:
   explicit Communicator(std::unique_ptr<detail::CommImpl> impl);

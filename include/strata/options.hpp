@@ -2,7 +2,10 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+
+#include "strata/compression.hpp"
 
 namespace strata {
 
@@ -20,6 +23,9 @@ struct CommOptions {
 struct CallOptions {
   // Zero means the communicator's timeout.
   std::chrono::milliseconds timeout{0};
+  // allreduce only (f32, sum or avg). Unset means STRATA_COMPRESS (default: none); every
+  // rank must ask for the same compression, or the call fails with MismatchError.
+  std::optional<Compression> compression;
 };
 
 }  // namespace strata

@@ -79,6 +79,7 @@ class Context {
   std::size_t chunk_bytes() const { return p_.chunk_bytes; }
   const std::string& what() const { return p_.what; }
   int my_rank() const { return p_.transport->rank(); }
+  std::uint64_t seq() const { return p_.seq; }
 
  private:
   [[noreturn]] void throw_timeout(const std::string& waiting_for);

@@ -2,7 +2,10 @@
 // the cost-model selector plugs in; today it is a single size threshold.
 #pragma once
 
+#include <optional>
+
 #include "collectives/context.hpp"
+#include "strata/compression.hpp"
 #include "strata/types.hpp"
 
 namespace strata::collectives {
@@ -15,6 +18,7 @@ struct CollArgs {
   DataType dtype = DataType::u8;
   ReduceOp op = ReduceOp::sum;
   int root = 0;           // group index
+  std::optional<Compression> compression;  // allreduce only; unset or none: exact
 };
 
 void run_collective(Context& ctx, const Group& g, const CollArgs& a);

@@ -12,6 +12,8 @@
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 #include "hierarchy/hierarchical.hpp"
+#include "quant/compressed_allreduce.hpp"
+#include "quant/compression.hpp"
 #include "topology/topology_file.hpp"
 #include "transport/tags.hpp"
 #include "wan/routed_transport.hpp"
@@ -62,6 +64,11 @@ CommImpl::CommImpl(const Setup& s)
   if (rank_ < 0 || rank_ >= size_)
     throw InvalidArgument("rank " + std::to_string(rank_) + " is out of range for size " + std::to_string(size_));
   log::set_rank(rank_);
+  try {
+    default_compression_ = Compression::parse(config::get_string("compress"));
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("STRATA_COMPRESS: ") + e.what());
+  }
   bootstrap(s, Clock::now() + timeout_);
   configure_spin();
   engine_ = std::make_shared<Engine>(*transport_, [this](const std::exception_ptr& e) { on_error(e); });
@@ -197,6 +204,7 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) 
   fp.count = a.count;
   fp.op = a.op;
   fp.root = a.root;
+  if (a.compression) fp.compression = quant::compression_hash(*a.compression);
   auto work = engine_->submit([this, fp, a, timeout]() -> std::optional<Pending> {
     check_usable();
     run_collective(fp, a, timeout);
@@ -237,8 +245,15 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
   }
   collectives::Context ctx(params);
   try {
-    if (!plan_ || !hierarchy::run_hierarchical(ctx, *plan_, a))
-      collectives::run_collective(ctx, collectives::Group::world(rank_, size_), a);
+    const auto world = collectives::Group::world(rank_, size_);
+    if (a.compression && a.compression->scope == Compression::Scope::everywhere) {
+      if (a.send != a.recv) std::memcpy(a.recv, a.send, a.count * sizeof(float));
+      quant::compressed_allreduce(ctx, world, static_cast<float*>(a.recv), a.count, *a.compression, &feedback_,
+                                  quant::Shard{0, a.count}, a.op, size_);
+    } else if (!plan_ || !hierarchy::run_hierarchical(ctx, *plan_, a, &feedback_)) {
+      // Region-scoped compression with every rank in one region: nothing crosses a WAN.
+      collectives::run_collective(ctx, world, a);
+    }
   } catch (const TimeoutError& e) {
     // The fingerprint tells whether the previous rank ever reached this collective.
     if (fp_recv && !fp_recv->done())
@@ -250,6 +265,25 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
     ctx.wait_all({fp_send, fp_recv});
     params.guard(false);
   }
+}
+
+Compression CommImpl::compression_for(const CallOptions& o) const {
+  return o.compression ? *o.compression : default_compression_;
+}
+
+void CommImpl::with_feedback(const std::function<void(quant::ErrorFeedback&)>& f) {
+  check_usable();
+  std::exception_ptr failure;
+  auto work = engine_->submit([&]() -> std::optional<Pending> {
+    try {
+      f(feedback_);
+    } catch (...) {
+      failure = std::current_exception();  // the caller's error, not the communicator's
+    }
+    return std::nullopt;
+  });
+  Work(work).wait();
+  if (failure) std::rethrow_exception(failure);
 }
 
 Work CommImpl::point_to_point(bool is_send, void* buf, std::size_t count, DataType dt, int peer,

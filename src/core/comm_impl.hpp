@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "core/engine.hpp"
 #include "core/fingerprint.hpp"
 #include "hierarchy/plan.hpp"
+#include "quant/error_feedback.hpp"
 #include "strata/communicator.hpp"
 #include "transport/transport.hpp"
 
@@ -45,6 +47,11 @@ class CommImpl {
                       const CallOptions& o);
   void abort(const std::string& why);
 
+  // The compression an allreduce with these options runs with (none when exact).
+  Compression compression_for(const CallOptions& o) const;
+  // Runs f on the error-feedback store between collectives (it is the engine's).
+  void with_feedback(const std::function<void(quant::ErrorFeedback&)>& f);
+
  private:
   void bootstrap(const Setup& s, transport::Clock::time_point deadline);
   void run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
@@ -64,6 +71,8 @@ class CommImpl {
   std::unique_ptr<transport::Transport> transport_;
   collectives::Scratch scratch_;
   std::optional<hierarchy::Plan> plan_;  // none: flat algorithms only
+  Compression default_compression_;      // STRATA_COMPRESS
+  quant::ErrorFeedback feedback_;        // engine thread only
 
   std::mutex issue_mu_;  // orders sequence numbers with queue order
   std::uint64_t next_seq_ = 0;

@@ -2,11 +2,13 @@
 #include "strata/communicator.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 
 #include "bootstrap/launch_env.hpp"
 #include "core/comm_impl.hpp"
 #include "core/unique_id.hpp"
+#include "quant/compression.hpp"
 #include "strata/errors.hpp"
 
 namespace strata {
@@ -118,7 +120,45 @@ Work Communicator::allreduce(const void* send, void* recv, std::size_t count, Da
   c.buffer(send, b, "send", dt);
   c.buffer(recv, b, "recv", dt);
   c.overlap(send, b, recv, b, 0, 0);
-  return impl_->collective({CollectiveKind::allreduce, send, recv, count, dt, op, 0}, o);
+  collectives::CollArgs args{CollectiveKind::allreduce, send, recv, count, dt, op, 0, std::nullopt};
+  Compression z = impl_->compression_for(o);
+  // STRATA_COMPRESS is a policy for the allreduces it can serve (f32 sum/avg gradients);
+  // a per-call option is a demand, and anything it cannot serve is an error.
+  if (!o.compression && (dt != DataType::f32 || (op != ReduceOp::sum && op != ReduceOp::avg))) z = Compression{};
+  if (z.lossy()) {
+    if (dt != DataType::f32) c.fail(std::string("compression ") + z.to_string() + " needs f32 data, got " + to_string(dt));
+    if (op != ReduceOp::sum && op != ReduceOp::avg)
+      c.fail(std::string("compression needs op sum or avg, got ") + to_string(op));
+    if (!(z.density > 0 && z.density <= 1)) c.fail("compression density " + std::to_string(z.density) + " is not in (0, 1]");
+    try {
+      quant::codec_spec(z);
+    } catch (const InvalidArgument& e) {
+      c.fail(std::string("compression: ") + e.what());
+    }
+    // Frameworks reuse gradient buffers step after step, so the buffer names the tensor
+    // well enough when the caller gives no key.
+    if (z.error_feedback && z.key.empty()) {
+      char name[64];
+      std::snprintf(name, sizeof name, "buffer@%p:%zu", recv, count);
+      z.key = name;
+    }
+    args.compression = std::move(z);
+  }
+  return impl_->collective(args, o);
+}
+
+void Communicator::reset_residuals(const std::string& key) {
+  impl_->with_feedback([&](quant::ErrorFeedback& f) { key.empty() ? f.reset_all() : f.reset(key); });
+}
+
+std::vector<std::byte> Communicator::save_residuals() {
+  std::vector<std::byte> out;
+  impl_->with_feedback([&](quant::ErrorFeedback& f) { out = f.save(); });
+  return out;
+}
+
+void Communicator::restore_residuals(std::span<const std::byte> saved) {
+  impl_->with_feedback([&](quant::ErrorFeedback& f) { f.restore(saved); });
 }
 
 Work Communicator::reduce_scatter(const void* send, void* recv, std::size_t recvcount,

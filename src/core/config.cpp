@@ -14,8 +14,11 @@ const std::vector<Setting>& registry() {
        "Deadline in seconds for bootstrap and for each collective; on expiry the error names "
        "the ranks that did not answer."},
       {"algo", "STRATA_ALGO", Type::string, "auto",
-       "Allreduce plan: auto (hierarchical when the ranks span several regions in a "
-       "uniform layout, else flat), hier, or flat."},
+       "Plan: auto (hierarchical when the ranks span several regions: split rail on a "
+       "uniform layout, leaders otherwise; else flat), hier, or flat."},
+      {"compress", "STRATA_COMPRESS", Type::string, "none",
+       "Compression of every allreduce that does not set its own (CallOptions::compression), "
+       "e.g. topk:0.01+int8; lossy, so off by default. Applies to the cross-region stage."},
       {"topo_file", "STRATA_TOPO_FILE", Type::string, "",
        "Topology file (protobuf text format) whose placements override STRATA_REGION, "
        "_CLUSTER, _RACK and _HOST; see bench/topologies/."},

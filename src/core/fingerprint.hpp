@@ -18,12 +18,14 @@ struct Fingerprint {
   DataType dtype = DataType::u8;
   ReduceOp op = ReduceOp::sum;
   std::uint8_t pad = 0;
+  std::uint32_t compression = 0;  // hash of the compression spec, 0 when exact
+  std::uint32_t pad2 = 0;
 
   bool operator==(const Fingerprint&) const = default;
   // "allreduce #12 (f32 x 1000, sum)"
   std::string describe() const;
 };
 
-static_assert(sizeof(Fingerprint) == 24, "fingerprint travels as raw bytes");
+static_assert(sizeof(Fingerprint) == 32, "fingerprint travels as raw bytes");
 
 }  // namespace strata::detail

@@ -2,11 +2,18 @@
 
 namespace strata::hierarchy {
 
-bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a) {
+bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                      quant::ErrorFeedback* feedback) {
   const bool split = plan.kind == Plan::Kind::split_rail;
+  const bool compressed = a.compression && a.compression->lossy();
   switch (a.kind) {
     case CollectiveKind::allreduce:
-      split ? split_rail_allreduce(ctx, plan, a) : leader_allreduce(ctx, plan, a);
+      if (!split)
+        leader_allreduce(ctx, plan, a, compressed ? feedback : nullptr);
+      else if (compressed)
+        split_rail_compressed_allreduce(ctx, plan, a, feedback);
+      else
+        split_rail_allreduce(ctx, plan, a);
       return true;
     case CollectiveKind::reduce_scatter:
       split ? split_rail_reduce_scatter(ctx, plan, a) : leader_reduce_scatter(ctx, plan, a);

@@ -8,6 +8,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/reduce_kernels.hpp"
 #include "hierarchy/hierarchical.hpp"
+#include "quant/compressed_allreduce.hpp"
 
 namespace strata::hierarchy {
 
@@ -19,7 +20,7 @@ namespace {
 
 void run(Context& ctx, const Group& g, CollectiveKind kind, const void* send, void* recv,
          std::size_t count, DataType dt, ReduceOp op = ReduceOp::sum, int root = 0) {
-  collectives::run_collective(ctx, g, CollArgs{kind, send, recv, count, dt, op, root});
+  collectives::run_collective(ctx, g, CollArgs{kind, send, recv, count, dt, op, root, {}});
 }
 
 // The levels below the top where this rank takes part, innermost first: it leads its
@@ -69,7 +70,7 @@ void broadcast_down(Context& ctx, const Plan& p, const std::vector<int>& levels,
 
 }  // namespace
 
-void leader_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
+void leader_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, quant::ErrorFeedback* feedback) {
   const ReduceOp partial = a.op == ReduceOp::avg ? ReduceOp::sum : a.op;
   const void* src = a.send;
   const auto levels = climb(plan);
@@ -77,7 +78,11 @@ void leader_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     run(ctx, plan.mine[static_cast<std::size_t>(i)], CollectiveKind::reduce, src, a.recv, a.count, a.dtype, partial);
     src = a.recv;
   }
-  if (at_top(plan)) {
+  if (at_top(plan) && a.compression && a.compression->lossy()) {
+    if (src != a.recv) std::memcpy(a.recv, src, a.count * sizeof(float));
+    quant::compressed_allreduce(ctx, plan.mine.back(), static_cast<float*>(a.recv), a.count, *a.compression,
+                                feedback, quant::Shard{0, a.count}, a.op, plan.world_size);
+  } else if (at_top(plan)) {
     run(ctx, plan.mine.back(), CollectiveKind::allreduce, src, a.recv, a.count, a.dtype, partial);
     if (a.op == ReduceOp::avg) collectives::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
   }

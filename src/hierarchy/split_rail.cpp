@@ -12,6 +12,7 @@
 #include "core/config.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "hierarchy/ring_stage.hpp"
+#include "quant/compressed_allreduce.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::hierarchy {
@@ -73,7 +74,7 @@ void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     // Latency first: a log(p)-step allreduce per level, every rank ending with the same bits.
     const void* src = a.send;
     for (const Group& g : plan.mine) {
-      collectives::run_collective(ctx, g, CollArgs{CollectiveKind::allreduce, src, out, a.count, a.dtype, partial, 0});
+      collectives::run_collective(ctx, g, CollArgs{CollectiveKind::allreduce, src, out, a.count, a.dtype, partial, 0, {}});
       src = out;
     }
     if (avg_div) collectives::finish_avg(a.dtype, out, a.count, avg_div);
@@ -129,6 +130,32 @@ void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     if (in_flight.size() > kInFlight) gather_oldest();
   }
   while (!in_flight.empty()) gather_oldest();
+}
+
+void split_rail_compressed_allreduce(Context& ctx, const Plan& plan, const CollArgs& a,
+                                     quant::ErrorFeedback* feedback) {
+  // Not segmented: the compressed WAN stage is small, and one shard per rank keeps one
+  // residual per rank and tensor.
+  char* out = static_cast<char*>(a.recv);
+  const ReduceOp partial = a.op == ReduceOp::avg ? ReduceOp::sum : a.op;
+  const auto ranges = descend(plan, Range{0, a.count});
+  const char* src = static_cast<const char*>(a.send);
+  const int depth = plan.depth();
+  for (int i = 0; i + 1 < depth; ++i) {
+    const Range& r = ranges[static_cast<std::size_t>(i)];
+    collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * sizeof(float),
+                                            out + r.off * sizeof(float), r.n, a.dtype, partial);
+    src = out;
+  }
+  const Range& shard = ranges[static_cast<std::size_t>(depth - 1)];
+  copy_if_distinct(out + shard.off * sizeof(float), src + shard.off * sizeof(float), shard.n * sizeof(float));
+  quant::compressed_allreduce(ctx, plan.mine.back(), reinterpret_cast<float*>(out) + shard.off, shard.n,
+                              *a.compression, feedback, quant::Shard{shard.off, shard.n}, a.op, plan.world_size);
+  for (int i = depth - 2; i >= 0; --i) {
+    const Range& r = ranges[static_cast<std::size_t>(i)];
+    collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * sizeof(float), r.n,
+                                       a.dtype);
+  }
 }
 
 void split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a) {
@@ -212,7 +239,7 @@ void split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
   auto bcast = [&](int level, char* buf, std::size_t n) {
     const Group& g = plan.mine[static_cast<std::size_t>(level)];
     collectives::run_collective(ctx, g, CollArgs{CollectiveKind::broadcast, buf, buf, n, a.dtype,
-                                                 ReduceOp::sum, plan.position(level, root)});
+                                                 ReduceOp::sum, plan.position(level, root), {}});
   };
 
   if (a.count * esz <= small_bytes()) {

@@ -1,0 +1,148 @@
+#include "quant/compressed_allreduce.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "collectives/patterns.hpp"
+#include "collectives/reduce_kernels.hpp"
+#include "quant/compression.hpp"
+
+namespace strata::quant {
+
+using collectives::Channel;
+using collectives::Context;
+using collectives::Group;
+using collectives::RequestPtr;
+
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+std::span<const std::byte> received(const Bytes& b, const RequestPtr& r) { return {b.data(), r->bytes()}; }
+
+// Exact encoding of a reduced range: its non-zeros with f32 values when that is smaller
+// than the dense vector (sums of sparse inputs fill in as members are added).
+void encode_lossless(std::span<const float> x, Bytes& out) {
+  const auto nnz = static_cast<std::size_t>(
+      std::count_if(x.begin(), x.end(), [](float v) { return v != 0.0f || std::isnan(v); }));
+  static const auto dense = make_codec(CodecSpec{});
+  if (nnz < x.size() / 2 && !x.empty()) {
+    CodecSpec s;
+    s.sparsity = Sparsity::topk;
+    s.select = TopkSelect::exact;
+    s.density = std::max(nnz, std::size_t{1}) / static_cast<double>(x.size());
+    make_codec(s)->encode(x, out);
+    if (out.size() < x.size() * sizeof(float)) return;
+  }
+  dense->encode(x, out);
+}
+
+}  // namespace
+
+void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t n,
+                          const CompressedStage& st) {
+  const Codec& codec = *st.codec;
+  const std::span<float> all(buf, n);
+  if (st.feedback) st.feedback->compensate(st.key, st.shard, all);
+  const int p = g.size();
+  const auto parts = static_cast<std::size_t>(std::max(p, 1));
+  // With two members each range is the whole vector: a direct exchange.
+  const bool direct = p <= 2;
+  auto range = [&](int j) {
+    if (direct) return std::span<float>(buf, n);
+    const auto b = collectives::piece_begin(n, parts, static_cast<std::size_t>(j));
+    return std::span<float>(buf + b, collectives::piece_size(n, parts, static_cast<std::size_t>(j)));
+  };
+  const int ranges = direct ? 1 : p;
+
+  // Encode, and remember what the encodings reproduce, for the residual and for our own
+  // contribution to the sums.
+  std::vector<Bytes> mine(static_cast<std::size_t>(ranges));
+  std::vector<float> decoded(n);
+  for (int j = 0; j < ranges; ++j) {
+    const auto r = range(j);
+    codec.encode(r, mine[static_cast<std::size_t>(j)], st.seed + static_cast<std::uint64_t>(j));
+    codec.decode(mine[static_cast<std::size_t>(j)],
+                 std::span<float>(decoded.data() + (r.data() - buf), r.size()));
+  }
+  if (st.feedback) st.feedback->update(st.key, st.shard, all, decoded);
+  if (p == 1) {
+    std::copy(decoded.begin(), decoded.end(), buf);
+    return;
+  }
+
+  if (direct) {
+    const int other = 1 - g.me;
+    Bytes theirs(codec.max_wire_bytes(n));
+    auto rq = ctx.recv(g.rank(other), Channel::data2, theirs.data(), theirs.size());
+    auto sq = ctx.send(g.rank(other), Channel::data2, mine[0].data(), mine[0].size());
+    ctx.wait_all({rq, sq});
+    // Member order on both sides, so both add the same numbers in the same order.
+    std::fill(all.begin(), all.end(), 0.0f);
+    for (int m = 0; m < 2; ++m)
+      codec.decode_add(m == g.me ? std::span<const std::byte>(mine[0]) : received(theirs, rq), all);
+    return;
+  }
+
+  // Reduce-scatter: every member's encoding of range j goes to member j.
+  const auto own = range(g.me);
+  std::vector<Bytes> in(parts);
+  std::vector<RequestPtr> recvs(parts), sends;
+  for (int m = 0; m < p; ++m) {
+    if (m == g.me) continue;
+    in[static_cast<std::size_t>(m)].resize(codec.max_wire_bytes(own.size()));
+    recvs[static_cast<std::size_t>(m)] =
+        ctx.recv(g.rank(m), Channel::data2, in[static_cast<std::size_t>(m)].data(), in[static_cast<std::size_t>(m)].size());
+    sends.push_back(ctx.send(g.rank(m), Channel::data2, mine[static_cast<std::size_t>(m)].data(),
+                             mine[static_cast<std::size_t>(m)].size()));
+  }
+  for (const auto& r : recvs)
+    if (r) ctx.wait(r);
+  std::vector<float> sum(own.size(), 0.0f);
+  for (int m = 0; m < p; ++m)
+    codec.decode_add(m == g.me ? std::span<const std::byte>(mine[static_cast<std::size_t>(m)])
+                               : received(in[static_cast<std::size_t>(m)], recvs[static_cast<std::size_t>(m)]),
+                     sum);
+  ctx.wait_all(sends);
+
+  // Allgather of the reduced ranges, exact. The owner decodes its own bytes too, so a
+  // -0.0 that the sparse form drops reads as +0.0 everywhere.
+  Bytes reduced;
+  encode_lossless(sum, reduced);
+  std::vector<Bytes> out(parts);
+  sends.clear();
+  for (int m = 0; m < p; ++m) {
+    if (m == g.me) continue;
+    const auto r = range(m);
+    out[static_cast<std::size_t>(m)].resize(std::max(make_codec(CodecSpec{})->max_wire_bytes(r.size()),
+                                                     r.size() * 8 + 64));
+    recvs[static_cast<std::size_t>(m)] =
+        ctx.recv(g.rank(m), Channel::result, out[static_cast<std::size_t>(m)].data(), out[static_cast<std::size_t>(m)].size());
+    sends.push_back(ctx.send(g.rank(m), Channel::result, reduced.data(), reduced.size()));
+  }
+  decode(reduced, own);
+  for (int m = 0; m < p; ++m) {
+    if (m == g.me) continue;
+    ctx.wait(recvs[static_cast<std::size_t>(m)]);
+    decode(received(out[static_cast<std::size_t>(m)], recvs[static_cast<std::size_t>(m)]), range(m));
+  }
+  ctx.wait_all(sends);
+}
+
+void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t n, const Compression& c,
+                          ErrorFeedback* feedback, Shard shard, ReduceOp op, int avg_divisor) {
+  const auto codec = make_codec(codec_spec(c));
+  CompressedStage st;
+  st.codec = codec.get();
+  st.feedback = c.error_feedback ? feedback : nullptr;
+  st.key = c.key;
+  st.shard = shard;
+  // Independent rounding noise per rank and per call, yet reproducible run to run.
+  st.seed = (ctx.seq() + 1) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(ctx.my_rank()) << 32 ^ shard.offset;
+  compressed_allreduce(ctx, g, buf, n, st);
+  if (op == ReduceOp::avg) collectives::finish_avg(DataType::f32, buf, n, avg_divisor);
+}
+
+}  // namespace strata::quant

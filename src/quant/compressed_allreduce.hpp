@@ -1,0 +1,43 @@
+// Allreduce (sum) of a float vector across one group with a lossy codec: what crosses
+// the group's links is each member's encoding, never its dense vector.
+//
+// Two members exchange their encodings directly and both decode-add them in member order.
+// More members split the vector into one range per member, each encoded on its own: a
+// member receives every encoding of its range, reduces it, and sends the reduced range
+// back out losslessly, sparse or dense, whichever is smaller. Per member that is at most
+// the dense reduce-scatter + allgather volume, so traffic does not grow with the number
+// of members. Every member decodes the same bytes in the same order: the results are
+// bitwise identical.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "collectives/context.hpp"
+#include "quant/codec.hpp"
+#include "quant/error_feedback.hpp"
+#include "strata/compression.hpp"
+#include "strata/types.hpp"
+
+namespace strata::quant {
+
+struct CompressedStage {
+  const Codec* codec = nullptr;
+  ErrorFeedback* feedback = nullptr;  // null: what the codec drops is lost
+  std::string_view key;               // the tensor, for feedback
+  Shard shard;                        // where buf sits in that tensor
+  std::uint64_t seed = 0;             // stochastic rounding; differ per rank and call
+};
+
+// buf holds n floats: this member's input on entry, the group's sum on return.
+void compressed_allreduce(collectives::Context& ctx, const collectives::Group& g, float* buf,
+                          std::size_t n, const CompressedStage& stage);
+
+// The stage as an allreduce plan runs it: the codec from the option, feedback under the
+// option's key when asked for, a seed unique to this call and rank, and op sum or avg
+// (avg divides by `avg_divisor` after the exchange, identically on every member).
+void compressed_allreduce(collectives::Context& ctx, const collectives::Group& g, float* buf,
+                          std::size_t n, const Compression& c, ErrorFeedback* feedback, Shard shard,
+                          ReduceOp op, int avg_divisor);
+
+}  // namespace strata::quant

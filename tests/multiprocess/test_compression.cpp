@@ -1,0 +1,227 @@
+// Compressed allreduce across regions: bitwise-identical results on every rank, errors
+// bounded per codec, error feedback that makes the delivered sum track the exact one,
+// residual save/restore, mismatch detection and argument errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <random>
+
+#include "fork_ranks.hpp"
+#include "strata/strata.hpp"
+
+namespace strata::test {
+namespace {
+
+struct Place {
+  const char* region;
+  const char* host;
+};
+const std::vector<Place> k2x2 = {{"us", "u0"}, {"us", "u0"}, {"eu", "e0"}, {"eu", "e0"}};
+const std::vector<Place> k3x1 = {{"us", "u0"}, {"eu", "e0"}, {"ap", "a0"}};
+const std::vector<Place> kUneven = {{"us", "u0"}, {"us", "u1"}, {"us", "u1"}, {"eu", "e0"}};
+
+// Rank r's input at step t, reproducible by every rank for the reference.
+std::vector<float> input(int rank, int step, std::size_t n) {
+  std::mt19937 gen(static_cast<unsigned>(rank * 7919 + step * 104729 + 1));
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+std::vector<double> exact_sum(int world, int step, std::size_t n) {
+  std::vector<double> s(n, 0.0);
+  for (int r = 0; r < world; ++r) {
+    const auto v = input(r, step, n);
+    for (std::size_t i = 0; i < n; ++i) s[i] += v[i];
+  }
+  return s;
+}
+
+double rel_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// Every rank's result, gathered exactly, must be the same bytes.
+void require_identical(Communicator& comm, const std::vector<float>& v, const std::string& what) {
+  std::vector<float> all(v.size() * static_cast<std::size_t>(comm.size()));
+  comm.allgather(v.data(), all.data(), v.size(), DataType::f32).wait();
+  for (int r = 0; r < comm.size(); ++r)
+    require(std::memcmp(all.data() + static_cast<std::size_t>(r) * v.size(), v.data(), v.size() * sizeof(float)) == 0,
+            what + ": rank " + std::to_string(r) + " holds different bits");
+}
+
+void in_layout(const std::vector<Place>& places, const std::function<void(Communicator&)>& body,
+               const char* compress_env = "none", const char* timeout_s = "60") {
+  const int n = static_cast<int>(places.size());
+  const std::string root = free_root_address();
+  auto results = fork_ranks(n, std::chrono::seconds(120), [&](int rank) {
+    ::setenv("STRATA_REGION", places[static_cast<std::size_t>(rank)].region, 1);
+    ::setenv("STRATA_HOST", places[static_cast<std::size_t>(rank)].host, 1);
+    ::setenv("STRATA_COMPRESS", compress_env, 1);
+    ::setenv("STRATA_TIMEOUT_S", timeout_s, 1);
+    CommOptions o;
+    o.transport = TransportKind::tcp;
+    Communicator comm(rank, n, root, o);
+    body(comm);
+  });
+  EXPECT_EQ(failures(results), "");
+  for (const auto& r : results) std::cout << r.output;
+}
+
+CallOptions with(const std::string& spec, const std::string& key = "t", bool feedback = true) {
+  CallOptions o;
+  o.compression = Compression::parse(spec);
+  o.compression->key = key;
+  o.compression->error_feedback = feedback;
+  return o;
+}
+
+// Relative error of one step (no history) stays within what each codec can promise.
+void codec_bounds(const std::vector<Place>& places) {
+  in_layout(places, [](Communicator& comm) {
+    const struct {
+      const char* spec;
+      double max_rel;
+    } specs[] = {{"fp16", 1e-3}, {"bf16", 8e-3}, {"int8", 2e-2}, {"topk:1", 1e-6}, {"topk:0.5+fp16", 0.75},
+                 {"topk:0.01+int8", 1.0}, {"topk:0.05+int4,exact", 1.0}};
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{20011}}) {
+      for (const auto& s : specs) {
+        auto v = input(comm.rank(), static_cast<int>(n), n);
+        comm.allreduce(v.data(), v.data(), n, DataType::f32, ReduceOp::sum, with(s.spec, "", false)).wait();
+        const std::string what = std::string(s.spec) + " n=" + std::to_string(n);
+        require_identical(comm, v, what);
+        const double err = rel_error(v, exact_sum(comm.size(), static_cast<int>(n), n));
+        require(err <= s.max_rel, what + ": relative error " + std::to_string(err));
+      }
+    }
+  });
+}
+
+TEST(Compression, CodecBoundsTwoRegionsSplitRail) { codec_bounds(k2x2); }
+TEST(Compression, CodecBoundsThreeRegionsSplitAndReduce) { codec_bounds(k3x1); }
+TEST(Compression, CodecBoundsUnevenLeaders) { codec_bounds(kUneven); }
+
+// Over T steps, what error feedback delivers sums to the inputs' sum up to the residual
+// still held back, so the accumulated error stays small; without it, it grows.
+TEST(Compression, ErrorFeedbackTracksTheExactSum) {
+  in_layout(k2x2, [](Communicator& comm) {
+    constexpr std::size_t n = 4000;
+    constexpr int steps = 40;
+    auto run = [&](bool feedback) {
+      std::vector<float> delivered(n, 0.0f);
+      std::vector<double> exact(n, 0.0);
+      for (int t = 0; t < steps; ++t) {
+        auto v = input(comm.rank(), t, n);
+        comm.allreduce(v.data(), v.data(), n, DataType::f32, ReduceOp::sum,
+                       with("topk:0.05+int8", feedback ? "ef" : "none", feedback))
+            .wait();
+        const auto e = exact_sum(comm.size(), t, n);
+        for (std::size_t i = 0; i < n; ++i) {
+          delivered[i] += v[i];
+          exact[i] += e[i];
+        }
+      }
+      return rel_error(delivered, exact);
+    };
+    const double with_ef = run(true), without = run(false);
+    require(with_ef < 0.5 * without, "error feedback " + std::to_string(with_ef) + " vs none " +
+                                         std::to_string(without));
+  });
+}
+
+// A checkpoint of the residuals, restored after a reset, continues bit for bit.
+TEST(Compression, ResidualsSaveAndRestore) {
+  in_layout(k2x2, [](Communicator& comm) {
+    constexpr std::size_t n = 3001;
+    auto step = [&](int t) {
+      auto v = input(comm.rank(), t, n);
+      comm.allreduce(v.data(), v.data(), n, DataType::f32, ReduceOp::avg, with("topk:0.02+int8", "w")).wait();
+      return v;
+    };
+    step(0);
+    const auto saved = comm.save_residuals();
+    require(!saved.empty(), "empty snapshot");
+    const auto first = step(1);
+    comm.reset_residuals();
+    comm.restore_residuals(saved);
+    const auto again = step(1);
+    require(std::memcmp(first.data(), again.data(), n * sizeof(float)) == 0, "restored run differs");
+    comm.reset_residuals("w");
+    const auto fresh = step(1);
+    require(std::memcmp(first.data(), fresh.data(), n * sizeof(float)) != 0, "reset kept the residual");
+    std::vector<std::byte> junk(saved.size(), std::byte{7});
+    try {
+      comm.restore_residuals(junk);
+      require(false, "junk snapshot accepted");
+    } catch (const InvalidArgument&) {
+    }
+  });
+}
+
+TEST(Compression, DefaultFromEnvironment) {
+  in_layout(k2x2, [](Communicator& comm) {
+    constexpr std::size_t n = 20011;
+    auto v = input(comm.rank(), 3, n);
+    comm.allreduce(v.data(), v.data(), n, DataType::f32, ReduceOp::sum).wait();
+    const double err = rel_error(v, exact_sum(comm.size(), 3, n));
+    require(err > 1e-5 && err < 2e-2, "STRATA_COMPRESS=int8 not applied: error " + std::to_string(err));
+    require_identical(comm, v, "env int8");
+    // Other collectives and other dtypes stay exact.
+    std::vector<double> d(5, 1.0);
+    comm.allreduce(d.data(), d.data(), d.size(), DataType::f64, ReduceOp::sum).wait();
+    require(d[0] == comm.size(), "f64 allreduce under STRATA_COMPRESS");
+  }, "int8");
+}
+
+TEST(Compression, RanksAskingForDifferentCompressionIsAMismatch) {
+  in_layout(k2x2, [](Communicator& comm) {
+    std::vector<float> v(1000, 1.0f);
+    try {
+      comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum,
+                     comm.rank() == 1 ? with("int8") : CallOptions{})
+          .wait();
+    } catch (const MismatchError& e) {
+      std::cout << "rank " << comm.rank() << ": " << e.what() << std::endl;
+      return;
+    } catch (const Error& e) {
+      std::cout << "rank " << comm.rank() << " (other error): " << e.what() << std::endl;
+      return;  // ranks not next to the mismatch see the abort that follows it
+    }
+    require(false, "mismatched compression went unnoticed");
+  }, "none", "10");  // a rank waiting on a WAN peer that left learns it only by its deadline
+}
+
+TEST(Compression, BadRequestsNameTheProblem) {
+  in_layout(k2x2, [](Communicator& comm) {
+    auto expect = [&](const std::function<void()>& f, const std::string& needle) {
+      try {
+        f();
+      } catch (const InvalidArgument& e) {
+        require(std::string(e.what()).find(needle) != std::string::npos, e.what());
+        return;
+      }
+      require(false, "no error for " + needle);
+    };
+    std::vector<double> d(4);
+    std::vector<float> f(4);
+    expect([&] { comm.allreduce(d.data(), d.data(), 4, DataType::f64, ReduceOp::sum, with("int8")); },
+           "allreduce on rank " + std::to_string(comm.rank()) + ": compression int8 needs f32 data");
+    expect([&] { comm.allreduce(f.data(), f.data(), 4, DataType::f32, ReduceOp::max, with("int8")); },
+           "needs op sum or avg");
+    expect([&] { Compression::parse("topk:2"); }, "2");
+    expect([&] { Compression::parse("zip"); }, "zip");
+    comm.barrier().wait();  // nothing was queued by the refused calls
+  });
+}
+
+}  // namespace
+}  // namespace strata::test
