@@ -60,6 +60,8 @@ class Bench {
   // Every rank's WAN delta, gathered; per call and over ranks.
   WanBytes gather_wan(const WanDelta& mine, int calls);
   std::int64_t check_group(const Case& c, const Shape& s, bool in_place);
+  // --compress: the relative error of one compressed call against the exact sum.
+  double compressed_error(const Case& c, const Shape& s, bool in_place);
 
   Communicator& comm_;
   const PerfOptions& opts_;

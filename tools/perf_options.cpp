@@ -96,6 +96,10 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
   app.add_flag("--interleave", o.interleave, "With --regions: rank r goes to region r % regions");
   app.add_option("--transport", o.transport, "ucx or tcp (default: STRATA_TRANSPORT, else ucx)")
       ->check(CLI::IsMember({"ucx", "tcp"}));
+  std::string compress;
+  app.add_option("--compress", compress,
+                 "Compress every all_reduce across regions with this codec (e.g. topk:0.01+int8); "
+                 "the check then reports the result's relative error");
   app.add_option("--json", o.json_path, "Write the results as JSON to this file (rank 0)");
   app.add_option("-T,--timeout", o.timeout_s, "Per-operation timeout in seconds (0: STRATA_TIMEOUT_S)")
       ->check(CLI::NonNegativeNumber);
@@ -142,6 +146,20 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
         throw CLI::ValidationError("--root", "'" + root + "' is neither a rank nor 'all'");
     }
 
+    if (!compress.empty()) {
+      try {
+        o.compress = Compression::parse(compress);
+      } catch (const std::exception& e) {
+        throw CLI::ValidationError("--compress", e.what());
+      }
+      if (o.collective != Collective::all_reduce)
+        throw CLI::ValidationError("--compress", "compression applies to all_reduce only");
+      if (o.dtypes.size() != 1 || o.dtypes[0] != DataType::f32)
+        throw CLI::ValidationError("--compress", "compression needs -d float");
+      if (o.ops.size() != 1 || (o.ops[0] != ReduceOp::sum && o.ops[0] != ReduceOp::avg))
+        throw CLI::ValidationError("--compress", "compression needs -o sum or -o avg");
+      o.compress->key = "strata-perf";
+    }
     if (o.min_bytes > o.max_bytes)
       throw CLI::ValidationError("--minbytes", "minbytes (" + minb + ") is above maxbytes (" + maxb + ")");
     if (o.step_factor > 1 && o.min_bytes == 0)

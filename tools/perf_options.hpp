@@ -9,6 +9,8 @@
 
 #include "strata/types.hpp"
 
+#include "strata/compression.hpp"
+
 namespace strata::perf {
 
 enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, sendrecv };
@@ -42,6 +44,9 @@ struct PerfOptions {
   std::string transport;  // "", "ucx" or "tcp"
   std::string json_path;
   double timeout_s = 0;
+  // all_reduce of float with sum or avg only: every call compressed (error feedback on),
+  // and the check reports the relative error of one call instead of #wrong.
+  std::optional<Compression> compress;
 };
 
 struct ParsedOptions {

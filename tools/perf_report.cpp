@@ -188,7 +188,8 @@ std::string format_row(const ResultRow& row) {
   return sformat("%12llu  %12llu  %8s  %6s  %6i", static_cast<unsigned long long>(row.size),
                  static_cast<unsigned long long>(row.count), row.type.c_str(), row.redop.c_str(),
                  row.root) +
-         format_group(row.out_of_place) + format_group(row.in_place) + format_wan(row.wan) + "\n";
+         format_group(row.out_of_place) + format_group(row.in_place) + format_wan(row.wan) +
+         (row.rel_error ? sformat("  relErr %.3e", *row.rel_error) : std::string()) + "\n";
 }
 
 std::string format_footer(std::int64_t wrong, double avg_bus_bw) {
@@ -235,6 +236,7 @@ std::string format_json(const RunInfo& info, const std::vector<ResultRow>& rows)
          ",\"root\":" + std::to_string(r.root) +
          // Before the timings: bench/peers/gloo_allreduce.cpp appends its extras after them.
          ",\"wan_bytes_per_rank\":" + (r.wan ? json_number(r.wan->mean) : std::string("null")) +
+         (r.rel_error ? ",\"rel_error\":" + json_number(*r.rel_error) : std::string()) +
          ",\"out_of_place\":" + json_timing(r.out_of_place) +
          ",\"in_place\":" + json_timing(r.in_place) + "}";
   }

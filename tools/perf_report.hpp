@@ -56,6 +56,9 @@ struct ResultRow {
   Timing out_of_place;
   Timing in_place;
   std::optional<WanBytes> wan;  // the wanB/rank column (mean); "-" when unset
+  // With --compress: ||result - exact|| / ||exact|| of one checked call, the worse of the
+  // two groups; printed after the columns as "relErr X".
+  std::optional<double> rel_error;
 };
 
 // The parameters line of the header block.

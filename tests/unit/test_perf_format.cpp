@@ -125,6 +125,9 @@ TEST(PerfTable, RowLayout) {
             "   6400.0    5.24    5.24    N/A    33554456\n");
   row.wan = WanBytes{};  // spans regions but nothing crossed (STRATA_WAN_LINK=0)
   EXPECT_EQ(format_row(row).substr(format_row(row).size() - 13), "           0\n");
+  row.rel_error = 0.0123;  // --compress: after the columns, so column parsers are unaffected
+  EXPECT_EQ(format_row(row).substr(format_row(row).size() - 31), "           0  relErr 1.230e-02\n");
+  EXPECT_NE(format_json(RunInfo{}, {row}).find("\"rel_error\":0.0123"), std::string::npos);
 }
 
 TEST(PerfTable, WanSummaryUsesTheLargestMeasuredSize) {
