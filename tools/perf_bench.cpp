@@ -15,6 +15,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Gradient-like data for --compress: the check patterns are small integers whose many
+// ties would make top-k selection look slower (and its error larger) than on real
+// gradients. A hash of (rank, index) gives each element a value in [-1, 1) that every
+// rank can recompute, so the exact sum stays known locally.
+float noise(int rank, std::size_t i) {
+  std::uint64_t z = (static_cast<std::uint64_t>(rank) << 40) ^ i ^ 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  const float u = static_cast<float>(z >> 40) / static_cast<float>(1u << 24);  // [0, 1)
+  // Cubed: a heavy-tailed spread, as gradients have, instead of a flat one.
+  const float v = 2.0f * u - 1.0f;
+  return v * v * v;
+}
+
+void fill_noise(void* buf, std::size_t count, int rank) {
+  auto* f = static_cast<float*>(buf);
+  for (std::size_t i = 0; i < count; ++i) f[i] = noise(rank, i);
+}
+
 // Page-aligned so that buffer placement does not vary between sizes or runs.
 std::unique_ptr<std::byte, void (*)(void*)> allocate(std::uint64_t bytes) {
   constexpr std::size_t kAlign = 4096;
@@ -118,6 +138,12 @@ void Bench::prepare(const Case& c, const Shape& s, bool in_place, const Pattern&
   auto poison = [&](std::byte* where, std::size_t elems) { std::memset(where, 0xff, elems * ts); };
   switch (c.collective) {
     case Collective::all_reduce:
+      if (opts_.compress) {
+        fill_noise(in_place ? recv : send, s.send, me);
+        if (!in_place) poison(recv, s.recv);
+        break;
+      }
+      [[fallthrough]];
     case Collective::reduce:
     case Collective::sendrecv:
     case Collective::reduce_scatter:
@@ -208,8 +234,7 @@ std::int64_t Bench::check_group(const Case& c, const Shape& s, bool in_place) {
 double Bench::compressed_error(const Case& c, const Shape& s, bool in_place) {
   const Buffers b = buffers(c, s, in_place);
   const int n = comm_.size();
-  const Pattern p(n, c.op, 1);
-  prepare(c, s, in_place, p);
+  prepare(c, s, in_place, Pattern(n, c.op, 1));
   // The codec's error on one call: feedback would add residuals of the timed calls.
   CallOptions o;
   o.compression = opts_.compress;
@@ -218,7 +243,8 @@ double Bench::compressed_error(const Case& c, const Shape& s, bool in_place) {
   const auto* got = static_cast<const float*>(b.recv);
   double err = 0, norm = 0;
   for (std::size_t i = 0; i < s.recv; ++i) {
-    double want = static_cast<double>(p.combined(i));
+    double want = 0;
+    for (int r = 0; r < n; ++r) want += noise(r, i);
     if (c.op == ReduceOp::avg) want /= n;
     err += (got[i] - want) * (got[i] - want);
     norm += want * want;

@@ -127,6 +127,18 @@ void decode_add(std::span<const std::byte> wire, std::span<float> accum) {
   decode_impl(wire, accum, true, nullptr);
 }
 
+bool decode_sparse(std::span<const std::byte> wire, std::vector<std::uint32_t>& idx,
+                   std::vector<float>& values) {
+  bool sparse = false;
+  with_aligned(wire, [&](std::span<const std::byte> w) {
+    const WireHeader h = read_header(w);
+    if (h.sparsity != Sparsity::topk) return;
+    detail::decode_topk_entries(h, w, idx, values);
+    sparse = true;
+  });
+  return sparse;
+}
+
 bool Codec::lossy() const {
   return spec_.sparsity == Sparsity::topk || spec_.values != ValueCoding::f32;
 }

@@ -91,6 +91,11 @@ WireHeader read_header(std::span<const std::byte> wire);
 // Everything is validated before the first write, so a throw leaves the output untouched.
 void decode(std::span<const std::byte> wire, std::span<float> out);
 void decode_add(std::span<const std::byte> wire, std::span<float> accum);
+// A top-k buffer's kept elements (indices ascending, decoded values), validated like
+// decode; false for a dense buffer. Lets callers touch only k elements where a dense
+// decode would write n.
+bool decode_sparse(std::span<const std::byte> wire, std::vector<std::uint32_t>& idx,
+                   std::vector<float>& values);
 
 class Codec {
  public:

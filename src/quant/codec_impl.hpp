@@ -17,6 +17,8 @@ std::unique_ptr<Codec> make_topk_codec(const CodecSpec& spec);
 // wire has passed read_header (which returned h) and is 8-byte aligned; out holds h.n.
 void decode_dense(const WireHeader& h, std::span<const std::byte> wire, float* out, bool add);
 void decode_topk(const WireHeader& h, std::span<const std::byte> wire, float* out, bool add);
+void decode_topk_entries(const WireHeader& h, std::span<const std::byte> wire, std::vector<std::uint32_t>& idx,
+                         std::vector<float>& values);
 
 // Runs encode_into(aligned_out) on out itself when it is 8-byte aligned and on scratch
 // otherwise; checks out holds max_bytes first.

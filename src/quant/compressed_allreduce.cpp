@@ -59,18 +59,26 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
 
   // Encode, and remember what the encodings reproduce, for the residual and for our own
   // contribution to the sums.
-  // Scratch memory instead of fresh vectors: faulting in 4 bytes per element each call
-  // costs more than the encoding. No flat algorithm is running while this stage does.
   std::vector<Bytes> mine(static_cast<std::size_t>(ranges));
-  const std::span<float> decoded(static_cast<float*>(ctx.scratch(0, n * sizeof(float))), n);
-  for (int j = 0; j < ranges; ++j) {
-    const auto r = range(j);
-    codec.encode(r, mine[static_cast<std::size_t>(j)], st.seed + static_cast<std::uint64_t>(j));
-    codec.decode(mine[static_cast<std::size_t>(j)], decoded.subspan(static_cast<std::size_t>(r.data() - buf), r.size()));
+  for (int j = 0; j < ranges; ++j)
+    codec.encode(range(j), mine[static_cast<std::size_t>(j)], st.seed + static_cast<std::uint64_t>(j));
+  thread_local std::vector<std::uint32_t> kept;
+  thread_local std::vector<float> kept_values;
+  if (ranges == 1 && decode_sparse(mine[0], kept, kept_values)) {
+    // Top-k: the residual is the input but at the k kept elements; no dense decode.
+    if (st.feedback) st.feedback->update_sparse(st.key, st.shard, all, kept, kept_values);
+  } else if (st.feedback) {
+    // Scratch memory instead of a fresh vector: faulting in 4 bytes per element each
+    // call costs more than the encoding. No flat algorithm runs while this stage does.
+    const std::span<float> decoded(static_cast<float*>(ctx.scratch(0, n * sizeof(float))), n);
+    for (int j = 0; j < ranges; ++j) {
+      const auto r = range(j);
+      codec.decode(mine[static_cast<std::size_t>(j)], decoded.subspan(static_cast<std::size_t>(r.data() - buf), r.size()));
+    }
+    st.feedback->update(st.key, st.shard, all, decoded);
   }
-  if (st.feedback) st.feedback->update(st.key, st.shard, all, decoded);
   if (p == 1) {
-    std::copy(decoded.begin(), decoded.end(), buf);
+    codec.decode(mine[0], all);
     return;
   }
 

@@ -128,6 +128,26 @@ void ErrorFeedback::update(std::string_view key, Shard shard, std::span<const fl
   for (std::size_t i = 0; i < sent.size(); ++i) r[i] = sent[i] - decoded[i];
 }
 
+void ErrorFeedback::update_sparse(std::string_view key, Shard shard, std::span<const float> sent,
+                                  std::span<const std::uint32_t> idx, std::span<const float> values) {
+  check_shard(key, shard, sent.size(), "update (sent)");
+  if (idx.size() != values.size())
+    throw InvalidArgument("error feedback: " + std::to_string(idx.size()) + " indices but " +
+                          std::to_string(values.size()) + " values");
+  for (const auto i : idx)
+    if (i >= sent.size())
+      throw InvalidArgument("error feedback: index " + std::to_string(i) + " is outside a shard of " +
+                            std::to_string(sent.size()));
+  if (shard.length == 0) return;
+  auto k = store_.find(key);
+  if (k == store_.end()) k = store_.emplace(std::string(key), Shards{}).first;
+  auto it = find_shard(k->second, key, shard);
+  if (it == k->second.end()) it = k->second.emplace(shard.offset, std::vector<float>(shard.length)).first;
+  float* r = it->second.data();
+  std::copy(sent.begin(), sent.end(), r);
+  for (std::size_t j = 0; j < idx.size(); ++j) r[idx[j]] = sent[idx[j]] - values[j];
+}
+
 void ErrorFeedback::reset(std::string_view key) {
   const auto k = store_.find(key);
   if (k != store_.end()) store_.erase(k);

@@ -47,6 +47,11 @@ class ErrorFeedback {
   void update(std::string_view key, Shard shard, std::span<const float> sent,
               std::span<const float> decoded);
 
+  // The same for a top-k encoding, given its kept elements (decode_sparse): the residual
+  // is `sent` with the delivered values subtracted at `idx`, without a dense decode.
+  void update_sparse(std::string_view key, Shard shard, std::span<const float> sent,
+                     std::span<const std::uint32_t> idx, std::span<const float> values);
+
   void reset(std::string_view key);
   void reset_all();
 

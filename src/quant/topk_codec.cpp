@@ -76,6 +76,15 @@ std::unique_ptr<Codec> make_topk_codec(const CodecSpec& spec) {
   return std::make_unique<TopkCodec>(spec);
 }
 
+void decode_topk_entries(const WireHeader& h, std::span<const std::byte> wire, std::vector<std::uint32_t>& idx,
+                         std::vector<float>& values) {
+  const auto k = static_cast<std::size_t>(h.k);
+  const std::size_t vbytes = wire::value_bytes(h.values, k, h.block);
+  read_indices(wire.subspan(kWireHeaderBytes + vbytes), h.n, h.k, idx);
+  values.resize(k);
+  decode_values(h.values, wire.data() + kWireHeaderBytes, k, h.block, values.data(), false);
+}
+
 void decode_topk(const WireHeader& h, std::span<const std::byte> wire, float* out, bool add) {
   Scratch& s = scratch();
   const auto k = static_cast<std::size_t>(h.k);

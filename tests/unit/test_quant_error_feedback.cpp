@@ -189,3 +189,44 @@ TEST(QuantErrorFeedback, RestoreRejectsDamageAndKeepsState) {
 }
 
 }  // namespace
+
+namespace {
+
+// The sparse update (kept elements of a top-k buffer) stores exactly what the dense one
+// does, and decode_sparse reports what decode writes.
+TEST(QuantErrorFeedback, SparseUpdateMatchesDenseBitForBit) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> d;
+  std::vector<float> x(10007);
+  for (auto& v : x) v = d(gen);
+  x[5] = -0.0f;
+  const auto codec = q::make_codec("topk:0.02+int8");
+  std::vector<std::byte> wire;
+  codec->encode(x, wire);
+  std::vector<float> dense(x.size());
+  codec->decode(wire, dense);
+  std::vector<std::uint32_t> idx;
+  std::vector<float> values;
+  ASSERT_TRUE(q::decode_sparse(wire, idx, values));
+  ASSERT_EQ(idx.size(), values.size());
+  for (std::size_t j = 0; j < idx.size(); ++j) EXPECT_EQ(dense[idx[j]], values[j]);
+
+  q::ErrorFeedback a, b;
+  const q::Shard shard{100, x.size()};
+  a.update("k", shard, x, dense);
+  b.update_sparse("k", shard, x, idx, values);
+  const auto ra = a.residual("k", shard), rb = b.residual("k", shard);
+  ASSERT_EQ(ra.size(), rb.size());
+  EXPECT_EQ(std::memcmp(ra.data(), rb.data(), ra.size() * sizeof(float)), 0);
+
+  EXPECT_FALSE(q::decode_sparse([&] {
+    std::vector<std::byte> w;
+    q::make_codec("int8")->encode(x, w);
+    return w;
+  }(), idx, values));
+  const std::uint32_t bad[] = {static_cast<std::uint32_t>(x.size())};
+  const float one[] = {1.0f};
+  EXPECT_THROW(b.update_sparse("k", shard, x, bad, one), InvalidArgument);
+}
+
+}  // namespace
