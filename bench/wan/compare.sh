@@ -5,13 +5,16 @@
 #
 # Usage: bench/wan/compare.sh [-R N] [-P N] [--size 64M] [-n ITERS] [--rate 200mbit]
 #                             [--delay D --window W] [--only LIST]
-#   --only LIST   comma-separated subset of: hier,flat,gloo,hier-il,flat-il,gloo-il
+#   --only LIST   comma-separated subset of: hier,flat,gloo,hier-il,flat-il,gloo-il,
+#                 hier-z (hier with --compress SPEC)
+#   --compress S  the codec of hier-z                                 [topk:0.01+int8]
+#   --transport T intra-region transport of the strata variants         [tcp]
 # Prints the run_allreduce.sh summary of each variant and a markdown table at the end.
 # Needs what run_allreduce.sh needs (root, iproute2, iperf3, python3, a build).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-R=2 P=2 SIZE=64M ITERS=3 RATE=200mbit DELAY="" WINDOW=4m
+R=2 P=2 SIZE=64M ITERS=3 RATE=200mbit DELAY="" WINDOW=4m COMPRESS=topk:0.01+int8 TRANSPORT=tcp
 ONLY="hier,flat,flat-il,gloo,gloo-il"
 die() { echo "compare.sh: error: $*" >&2; exit 1; }
 while [[ $# -gt 0 ]]; do
@@ -24,6 +27,8 @@ while [[ $# -gt 0 ]]; do
     --delay) DELAY=$2; shift 2 ;;
     --window) WINDOW=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --compress) COMPRESS=$2; shift 2 ;;
+    --transport) TRANSPORT=$2; shift 2 ;;
     -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -37,11 +42,12 @@ echo "# summaries collect in $out"
 B=""
 for v in ${ONLY//,/ }; do
   case "$v" in
-    hier) args=(--algo hier) ;;
-    flat) args=(--algo flat) ;;
+    hier) args=(--algo hier --transport "$TRANSPORT") ;;
+    hier-z) args=(--algo hier --transport "$TRANSPORT" -- --compress "$COMPRESS") ;;
+    flat) args=(--algo flat --transport "$TRANSPORT") ;;
     gloo) args=(--peer gloo --timeout 1500) ;;
-    hier-il) args=(--algo hier --interleave) ;;
-    flat-il) args=(--algo flat --interleave) ;;
+    hier-il) args=(--algo hier --interleave --transport "$TRANSPORT") ;;
+    flat-il) args=(--algo flat --interleave --transport "$TRANSPORT") ;;
     gloo-il) args=(--peer gloo --interleave --timeout 1500) ;;
     *) die "unknown variant '$v'" ;;
   esac
@@ -50,9 +56,10 @@ for v in ${ONLY//,/ }; do
     B=$(sed -n 's/^# iperf3 .*: \([0-9.]*\) Mbit\/s$/\1/p' <<<"$log")
     [[ -n $B ]] || die "no iperf3 figure in the first run's output"
   else
-    log=$("$here/run_allreduce.sh" "${common[@]}" "${args[@]}" --no-iperf \
-          --bandwidth "$(python3 -c "print(int($B * 1e6))")" 2>&1) || { echo "$log" | tail -20 >&2; echo "variant $v failed" >&2; continue; }
+    log=$("$here/run_allreduce.sh" "${common[@]}" --no-iperf \
+          --bandwidth "$(python3 -c "print(int($B * 1e6))")" "${args[@]}" 2>&1) || { echo "$log" | tail -20 >&2; echo "variant $v failed" >&2; continue; }
   fi
+  [[ $v == hier-z ]] && log=$(sed "s/^# SUMMARY strata hier /# SUMMARY strata hier+$COMPRESS /" <<<"$log")
   grep -E '^# (SUMMARY|WAN bytes sent per rank per call :)' <<<"$log"
   grep '^# SUMMARY' <<<"$log" >>"$out"
 done
