@@ -96,27 +96,24 @@ Bench::Buffers Bench::buffers(const Case& c, const Shape& s, bool in_place) cons
 }
 
 void Bench::issue(const Case& c, const Shape& s, const Buffers& b, std::vector<Work>& pending) {
+  CallOptions o;
+  o.algorithm = c.algorithm;  // --algo; the bench's own barriers and reductions stay automatic
   switch (c.collective) {
     case Collective::all_reduce:
-      if (opts_.compress) {
-        CallOptions o;
-        o.compression = opts_.compress;
-        pending.push_back(comm_.allreduce(b.send, b.recv, s.param, c.dtype, c.op, o));
-      } else {
-        pending.push_back(comm_.allreduce(b.send, b.recv, s.param, c.dtype, c.op));
-      }
+      if (opts_.compress) o.compression = opts_.compress;
+      pending.push_back(comm_.allreduce(b.send, b.recv, s.param, c.dtype, c.op, o));
       break;
     case Collective::reduce_scatter:
-      pending.push_back(comm_.reduce_scatter(b.send, b.recv, s.param, c.dtype, c.op));
+      pending.push_back(comm_.reduce_scatter(b.send, b.recv, s.param, c.dtype, c.op, o));
       break;
     case Collective::all_gather:
-      pending.push_back(comm_.allgather(b.send, b.recv, s.param, c.dtype));
+      pending.push_back(comm_.allgather(b.send, b.recv, s.param, c.dtype, o));
       break;
     case Collective::broadcast:
-      pending.push_back(comm_.broadcast(b.send, b.recv, s.param, c.dtype, c.root));
+      pending.push_back(comm_.broadcast(b.send, b.recv, s.param, c.dtype, c.root, o));
       break;
     case Collective::reduce:
-      pending.push_back(comm_.reduce(b.send, b.recv, s.param, c.dtype, c.op, c.root));
+      pending.push_back(comm_.reduce(b.send, b.recv, s.param, c.dtype, c.op, c.root, o));
       break;
     case Collective::sendrecv: {
       // Ring neighbours, as nccl-tests' sendrecv: everyone sends right and receives left.
@@ -282,6 +279,7 @@ ResultRow Bench::run(const Case& c, std::uint64_t size_bytes) {
   row.type = nccl_type_name(c.dtype);
   row.redop = reduces(c.collective) ? to_string(c.op) : "none";
   row.root = rooted(c.collective) ? c.root : -1;
+  row.algorithm = c.algorithm;
   const double factor = bus_bw_factor(collective_name(c.collective), comm_.size()).value_or(1.0);
   WanDelta wan;
   for (const bool in_place : {false, true}) {

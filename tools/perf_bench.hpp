@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "perf_options.hpp"
@@ -22,6 +23,7 @@ struct Case {
   DataType dtype = DataType::f32;
   ReduceOp op = ReduceOp::sum;  // ignored unless reduces(collective)
   int root = 0;                 // ignored unless rooted(collective)
+  std::string algorithm;        // CallOptions::algorithm of the timed calls; "" automatic
 };
 
 class Bench {

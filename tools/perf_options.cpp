@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "collectives/registry.hpp"
+
 #include "perf_data.hpp"
 #include "perf_report.hpp"
 
@@ -58,6 +60,30 @@ bool reduces(Collective c) {
 
 bool rooted(Collective c) { return c == Collective::broadcast || c == Collective::reduce; }
 
+std::optional<CollectiveKind> collective_kind(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return CollectiveKind::allreduce;
+    case Collective::reduce_scatter: return CollectiveKind::reduce_scatter;
+    case Collective::all_gather: return CollectiveKind::allgather;
+    case Collective::broadcast: return CollectiveKind::broadcast;
+    case Collective::reduce: return CollectiveKind::reduce;
+    case Collective::sendrecv: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks) {
+  if (o.algo != "all") return {o.algo};
+  std::vector<std::string> out;
+  const auto kind = collective_kind(o.collective);
+  for (const auto& a : collectives::algorithms()) {
+    bool every_type = kind.has_value();
+    for (const DataType dt : o.dtypes) every_type = every_type && a.supports(*kind, dt, 1, nranks);
+    if (every_type) out.emplace_back(a.name);
+  }
+  return out;
+}
+
 ParsedOptions parse_perf_options(int argc, char** argv) {
   CLI::App app{
       "nccl-tests-compatible benchmark of strata collectives. Without --ranks it joins the job "
@@ -100,6 +126,10 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
   app.add_option("--compress", compress,
                  "Compress every all_reduce across regions with this codec (e.g. topk:0.01+int8); "
                  "the check then reports the result's relative error");
+  app.add_option("--algo", o.algo,
+                 "Force this registered algorithm on every timed call, or 'all' for one sweep per "
+                 "algorithm that implements the collective (applies where the ranks run flat: one "
+                 "region). Names: " + collectives::algorithm_names());
   app.add_option("--json", o.json_path, "Write the results as JSON to this file (rank 0)");
   app.add_option("-T,--timeout", o.timeout_s, "Per-operation timeout in seconds (0: STRATA_TIMEOUT_S)")
       ->check(CLI::NonNegativeNumber);
@@ -159,6 +189,14 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
       if (o.ops.size() != 1 || (o.ops[0] != ReduceOp::sum && o.ops[0] != ReduceOp::avg))
         throw CLI::ValidationError("--compress", "compression needs -o sum or -o avg");
       o.compress->key = "strata-perf";
+    }
+    if (!o.algo.empty()) {
+      const auto kind = collective_kind(o.collective);
+      if (!kind) throw CLI::ValidationError("--algo", "sendrecv is point to point: it has no algorithm");
+      if (o.compress) throw CLI::ValidationError("--algo", "a compressed all_reduce has its own algorithm");
+      if (o.algo != "all" && !collectives::find_algorithm(o.algo))
+        throw CLI::ValidationError("--algo", "unknown algorithm '" + o.algo + "' (valid: " +
+                                                 collectives::algorithm_names() + ", all)");
     }
     if (o.min_bytes > o.max_bytes)
       throw CLI::ValidationError("--minbytes", "minbytes (" + minb + ") is above maxbytes (" + maxb + ")");

@@ -47,7 +47,16 @@ struct PerfOptions {
   // all_reduce of float with sum or avg only: every call compressed (error feedback on),
   // and the check reports the relative error of one call instead of #wrong.
   std::optional<Compression> compress;
+  // --algo: a registered algorithm forced on every timed call (CallOptions::algorithm),
+  // "all" for one sweep per algorithm that implements the collective, "" for automatic.
+  std::string algo;
 };
+
+// The collective strata runs for c; nullopt for sendrecv (point to point).
+std::optional<CollectiveKind> collective_kind(Collective c);
+// The algorithms to sweep, in registry order: {""} without --algo, else the one named, or
+// with "all" every one that implements the collective for these types over nranks.
+std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks);
 
 struct ParsedOptions {
   std::optional<PerfOptions> options;  // empty: exit with exit_code (help, or a bad flag)

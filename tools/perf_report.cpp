@@ -234,6 +234,7 @@ std::string format_json(const RunInfo& info, const std::vector<ResultRow>& rows)
     s += "\n{\"size\":" + std::to_string(r.size) + ",\"count\":" + std::to_string(r.count) +
          ",\"type\":" + json_string(r.type) + ",\"redop\":" + json_string(r.redop) +
          ",\"root\":" + std::to_string(r.root) +
+         (r.algorithm.empty() ? std::string() : ",\"algorithm\":" + json_string(r.algorithm)) +
          // Before the timings: bench/peers/gloo_allreduce.cpp appends its extras after them.
          ",\"wan_bytes_per_rank\":" + (r.wan ? json_number(r.wan->mean) : std::string("null")) +
          (r.rel_error ? ",\"rel_error\":" + json_number(*r.rel_error) : std::string()) +

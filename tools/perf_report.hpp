@@ -59,6 +59,8 @@ struct ResultRow {
   // With --compress: ||result - exact|| / ||exact|| of one checked call, the worse of the
   // two groups; printed after the columns as "relErr X".
   std::optional<double> rel_error;
+  // strata-perf --algo: the algorithm the row forced; "" (no JSON key) when automatic.
+  std::string algorithm;
 };
 
 // The parameters line of the header block.
@@ -117,7 +119,8 @@ struct RunInfo {
 
 // {"tool":..,"collective":..,"ranks":..,"transport":..,"dtype":..,"op":..,"results":[..],
 //  "average_bus_bandwidth":..}; nwrong is null when unchecked, and wan_bytes_per_rank
-// (WanBytes::mean) when not measured. Ends with a newline.
+// (WanBytes::mean) when not measured; a row's "algorithm" key only when it names one.
+// Ends with a newline.
 std::string format_json(const RunInfo& info, const std::vector<ResultRow>& rows);
 // Writes format_json to `path`; returns false (errno set) when the file cannot be written.
 bool write_json_file(const std::string& path, const RunInfo& info,

@@ -67,7 +67,7 @@ int spawn_local(int nranks, int argc, char** argv, const PerfOptions& o) {
   return tools::launch(spec);
 }
 
-std::vector<Case> expand_cases(const PerfOptions& o, int nranks) {
+std::vector<Case> expand_cases(const PerfOptions& o, int nranks, const std::string& algorithm) {
   std::vector<Case> cases;
   const std::vector<ReduceOp> no_op{ReduceOp::sum};
   std::vector<int> roots{o.root};
@@ -80,7 +80,7 @@ std::vector<Case> expand_cases(const PerfOptions& o, int nranks) {
     for (const ReduceOp op : reduces(o.collective) ? o.ops : no_op) {
       if (reduces(o.collective) && !op_supported(op, dt)) continue;
       for (const int root : rooted(o.collective) ? roots : std::vector<int>{-1})
-        cases.push_back(Case{o.collective, dt, op, root});
+        cases.push_back(Case{o.collective, dt, op, root, algorithm});
     }
   }
   return cases;
@@ -134,10 +134,14 @@ int run_rank(const PerfOptions& o) {
   Bench bench(comm, o);
   std::vector<ResultRow> rows;
   const auto sizes = sweep_sizes(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
-  for (const Case& c : expand_cases(o, n)) {
-    for (const std::uint64_t size : sizes) {
-      rows.push_back(bench.run(c, size));
-      if (me == 0) print(format_row(rows.back()));
+  // --algo: one block of rows per algorithm, each under a comment line naming it.
+  for (const std::string& algo : algorithms_to_run(o, n)) {
+    if (me == 0 && !algo.empty()) print("# algorithm " + algo + "\n");
+    for (const Case& c : expand_cases(o, n, algo)) {
+      for (const std::uint64_t size : sizes) {
+        rows.push_back(bench.run(c, size));
+        if (me == 0) print(format_row(rows.back()));
+      }
     }
   }
   const std::int64_t wrong = total_wrong(rows);

@@ -26,6 +26,12 @@ struct CallOptions {
   // allreduce only (f32, sum or avg). Unset means STRATA_COMPRESS (default: none); every
   // rank must ask for the same compression, or the call fails with MismatchError.
   std::optional<Compression> compression;
+  // A registered flat algorithm by name ("ring", "halving_doubling", "double_tree",
+  // "direct", ...; see the README); empty: chosen automatically. It must implement the
+  // collective, else the call fails with InvalidArgument listing the valid names. It
+  // applies where the communicator runs flat (one region, or STRATA_ALGO=flat); every
+  // rank must name the same one.
+  std::string algorithm;
 };
 
 }  // namespace strata

@@ -41,6 +41,33 @@ void binomial_broadcast(Context& ctx, const Group& g, const void* send, void* re
                         std::size_t count, DataType dt, int root);
 void binomial_reduce(Context& ctx, const Group& g, const void* send, void* recv,
                      std::size_t count, DataType dt, ReduceOp op, int root);
+// Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive halving, then
+// allgather by recursive doubling; non-powers of two fold the first 2(p - p2) ranks in
+// pairs first. Bandwidth like the ring in 2 log2 p rounds.
+void halving_doubling_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                                std::size_t count, DataType dt, ReduceOp op);
+void halving_doubling_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+                                     std::size_t recvcount, DataType dt, ReduceOp op);
+void halving_doubling_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+                                std::size_t sendcount, DataType dt);
+
+// Pipelined double binary tree: each half of the vector reduced up and broadcast down its
+// own tree, chunk by chunk; the trees' interiors are disjoint. The broadcast feeds the two
+// halves into two trees over the other ranks.
+void double_tree_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                           std::size_t count, DataType dt, ReduceOp op);
+void double_tree_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
+                           std::size_t count, DataType dt, int root);
+
+// Direct exchange (colocated parameter server): each rank reduces its own block from all
+// others' at once, then sends it to all. Two rounds, p - 1 concurrent flows.
+void direct_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                      std::size_t count, DataType dt, ReduceOp op);
+void direct_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+                           std::size_t recvcount, DataType dt, ReduceOp op);
+void direct_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+                      std::size_t sendcount, DataType dt);
+
 // Dissemination barrier: ceil(log2 p) rounds of empty messages.
 void dissemination_barrier(Context& ctx, const Group& g);
 

@@ -1,12 +1,23 @@
 #include "collectives/dispatch.hpp"
 
 #include "collectives/algorithms.hpp"
+#include "collectives/registry.hpp"
 #include "core/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::collectives {
 
 void run_collective(Context& ctx, const Group& g, const CollArgs& a) {
+  if (a.algorithm) {
+    // The algorithm is part of the fingerprint, so ranks naming different ones get a
+    // MismatchError rather than messages that do not fit.
+    // Communicator checks this before queueing; this guards plans that pass it along.
+    if (!a.algorithm->supports(a.kind, a.dtype, a.count, g.size()))
+      throw InvalidArgument(ctx.what() + ": algorithm " + a.algorithm->name + " does not support it over " +
+                            std::to_string(g.size()) + " ranks (valid: " +
+                            algorithm_names(a.kind, a.dtype, a.count, g.size()) + ")");
+    return a.algorithm->run(ctx, g, a);
+  }
   static const std::size_t small = static_cast<std::size_t>(config::get_int("small_bytes"));
   const std::size_t bytes = a.count * dtype_size(a.dtype);
   switch (a.kind) {

@@ -13,6 +13,7 @@
 #include "transport/factory.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "quant/compressed_allreduce.hpp"
+#include "collectives/registry.hpp"
 #include "quant/compression.hpp"
 #include "topology/topology_file.hpp"
 #include "transport/tags.hpp"
@@ -205,6 +206,7 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) 
   fp.op = a.op;
   fp.root = a.root;
   if (a.compression) fp.compression = quant::compression_hash(*a.compression);
+  if (a.algorithm) fp.algorithm = static_cast<std::uint8_t>(static_cast<int>(a.algorithm->id) + 1);
   auto work = engine_->submit([this, fp, a, timeout]() -> std::optional<Pending> {
     check_usable();
     run_collective(fp, a, timeout);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "bootstrap/launch_env.hpp"
+#include "collectives/registry.hpp"
 #include "core/comm_impl.hpp"
 #include "core/unique_id.hpp"
 #include "quant/compression.hpp"
@@ -46,6 +47,18 @@ struct Checker {
     if (reinterpret_cast<std::uintptr_t>(p) % dtype_size(dt) != 0)
       fail(std::string(name) + " is not aligned to its " + std::to_string(dtype_size(dt)) +
            "-byte elements");
+  }
+  // CallOptions::algorithm: a registered name that implements this collective here.
+  const collectives::Algorithm* algorithm(const CallOptions& o, CollectiveKind kind, DataType dt,
+                                          std::size_t count, int size) const {
+    if (o.algorithm.empty()) return nullptr;
+    const auto* a = collectives::find_algorithm(o.algorithm);
+    if (!a) fail("unknown algorithm '" + o.algorithm + "' (valid: " + collectives::algorithm_names() + ")");
+    if (!a->supports(kind, dt, count, size))
+      fail("algorithm '" + o.algorithm + "' does not support " + to_string(kind) + " of " + to_string(dt) +
+           " over " + std::to_string(size) + " ranks (valid: " +
+           collectives::algorithm_names(kind, dt, count, size) + ")");
+    return a;
   }
   void rank_arg(int r, int size, const char* name) const {
     if (r < 0 || r >= size)
@@ -120,7 +133,8 @@ Work Communicator::allreduce(const void* send, void* recv, std::size_t count, Da
   c.buffer(send, b, "send", dt);
   c.buffer(recv, b, "recv", dt);
   c.overlap(send, b, recv, b, 0, 0);
-  collectives::CollArgs args{CollectiveKind::allreduce, send, recv, count, dt, op, 0, std::nullopt};
+  collectives::CollArgs args{CollectiveKind::allreduce, send, recv, count, dt, op, 0, std::nullopt,
+                             c.algorithm(o, CollectiveKind::allreduce, dt, count, size())};
   Compression z = impl_->compression_for(o);
   // STRATA_COMPRESS is a policy for the allreduces it can serve (f32 sum/avg gradients);
   // a per-call option is a demand, and anything it cannot serve is an error.
@@ -171,7 +185,8 @@ Work Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv
   c.buffer(send, sb, "send", dt);
   c.buffer(recv, rb, "recv", dt);
   c.overlap(send, sb, recv, rb, -1, static_cast<std::ptrdiff_t>(rb) * rank());
-  return impl_->collective({CollectiveKind::reduce_scatter, send, recv, recvcount, dt, op, 0}, o);
+  return impl_->collective({CollectiveKind::reduce_scatter, send, recv, recvcount, dt, op, 0, std::nullopt,
+                            c.algorithm(o, CollectiveKind::reduce_scatter, dt, recvcount, size())}, o);
 }
 
 Work Communicator::allgather(const void* send, void* recv, std::size_t sendcount, DataType dt,
@@ -183,7 +198,8 @@ Work Communicator::allgather(const void* send, void* recv, std::size_t sendcount
   c.buffer(send, sb, "send", dt);
   c.buffer(recv, rb, "recv", dt);
   c.overlap(send, sb, recv, rb, static_cast<std::ptrdiff_t>(sb) * rank(), -1);
-  return impl_->collective({CollectiveKind::allgather, send, recv, sendcount, dt, ReduceOp::sum, 0}, o);
+  return impl_->collective({CollectiveKind::allgather, send, recv, sendcount, dt, ReduceOp::sum, 0, std::nullopt,
+                            c.algorithm(o, CollectiveKind::allgather, dt, sendcount, size())}, o);
 }
 
 Work Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType dt,
@@ -196,7 +212,8 @@ Work Communicator::broadcast(const void* send, void* recv, std::size_t count, Da
   c.buffer(recv, b, "recv", dt);
   if (rank() == root) c.overlap(send, b, recv, b, 0, 0);
   return impl_->collective({CollectiveKind::broadcast, rank() == root ? send : recv, recv, count, dt,
-                            ReduceOp::sum, root}, o);
+                            ReduceOp::sum, root, std::nullopt,
+                            c.algorithm(o, CollectiveKind::broadcast, dt, count, size())}, o);
 }
 
 Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataType dt,
@@ -212,11 +229,13 @@ Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataT
     c.overlap(send, b, recv, b, 0, 0);
   }
   return impl_->collective({CollectiveKind::reduce, send, rank() == root ? recv : nullptr, count, dt,
-                            op, root}, o);
+                            op, root, std::nullopt, c.algorithm(o, CollectiveKind::reduce, dt, count, size())}, o);
 }
 
 Work Communicator::barrier(const CallOptions& o) {
-  return impl_->collective({CollectiveKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::sum, 0}, o);
+  const Checker c{"barrier", rank()};
+  return impl_->collective({CollectiveKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::sum, 0,
+                            std::nullopt, c.algorithm(o, CollectiveKind::barrier, DataType::u8, 0, size())}, o);
 }
 
 Work Communicator::send(const void* buf, std::size_t count, DataType dt, int peer,

@@ -17,7 +17,7 @@ struct Fingerprint {
   CollectiveKind kind = CollectiveKind::barrier;
   DataType dtype = DataType::u8;
   ReduceOp op = ReduceOp::sum;
-  std::uint8_t pad = 0;
+  std::uint8_t algorithm = 0;     // forced algorithm's id + 1, 0 when chosen automatically
   std::uint32_t compression = 0;  // hash of the compression spec, 0 when exact
   std::uint32_t pad2 = 0;
 

@@ -50,7 +50,7 @@ std::vector<Case> cases(int p, bool large) {
 }
 
 // Runs one case on this rank; returns a failure description or "".
-std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id) {
+std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, const CallOptions& o) {
   const int p = comm.size(), me = comm.rank();
   const std::size_t esz = dtype_size(c.dt);
   const bool scatter = c.kind == CollectiveKind::reduce_scatter;
@@ -81,11 +81,11 @@ std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id) {
     }
   }
   switch (c.kind) {
-    case CollectiveKind::allreduce: comm.allreduce(send, recv, c.count, c.dt, c.op).wait(); break;
-    case CollectiveKind::reduce_scatter: comm.reduce_scatter(send, recv, c.count, c.dt, c.op).wait(); break;
-    case CollectiveKind::allgather: comm.allgather(send, recv, c.count, c.dt).wait(); break;
-    case CollectiveKind::broadcast: comm.broadcast(send, recv, c.count, c.dt, c.root).wait(); break;
-    case CollectiveKind::reduce: comm.reduce(send, recv, c.count, c.dt, c.op, c.root).wait(); break;
+    case CollectiveKind::allreduce: comm.allreduce(send, recv, c.count, c.dt, c.op, o).wait(); break;
+    case CollectiveKind::reduce_scatter: comm.reduce_scatter(send, recv, c.count, c.dt, c.op, o).wait(); break;
+    case CollectiveKind::allgather: comm.allgather(send, recv, c.count, c.dt, o).wait(); break;
+    case CollectiveKind::broadcast: comm.broadcast(send, recv, c.count, c.dt, c.root, o).wait(); break;
+    case CollectiveKind::reduce: comm.reduce(send, recv, c.count, c.dt, c.op, c.root, o).wait(); break;
     default: break;
   }
 
@@ -141,11 +141,11 @@ std::vector<Case> allreduce_cases(int p, bool large) {
   return out;
 }
 
-void run_all(Communicator& comm, const std::vector<Case>& all) {
+void run_all(Communicator& comm, const std::vector<Case>& all, const CallOptions& o) {
   std::string failures;
   int failed = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    const std::string f = run_case(comm, all[i], i);
+    const std::string f = run_case(comm, all[i], i, o);
     if (!f.empty() && ++failed <= 10) failures += "\n  " + f;
   }
   require(failed == 0, std::to_string(failed) + " of " + std::to_string(all.size()) +

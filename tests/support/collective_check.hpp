@@ -25,11 +25,12 @@ struct Case {
 std::vector<Case> cases(int p, bool large);
 // Only allreduce cases.
 std::vector<Case> allreduce_cases(int p, bool large);
-// "" on success, else a description of what was wrong.
-std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id);
+// "" on success, else a description of what was wrong. `o` applies to the collective
+// under test only (e.g. CallOptions::algorithm), not to the checks around it.
+std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, const CallOptions& o = {});
 // send/recv around the ring at several sizes, then barriers; throws on corruption.
 void p2p_and_barrier(Communicator& comm);
 // Runs every case; throws listing the first failures.
-void run_all(Communicator& comm, const std::vector<Case>& all);
+void run_all(Communicator& comm, const std::vector<Case>& all, const CallOptions& o = {});
 
 }  // namespace strata::test

@@ -1,0 +1,209 @@
+// Recursive halving-doubling (Rabenseifner): a reduce-scatter by recursive halving, then
+// an allgather by recursive doubling, each log2 p steps. Like the ring it moves only
+// 2(p-1)/p of the vector per rank, but in log p rounds instead of p-1, so it also suits
+// mid-sized messages.
+//
+// A group that is not a power of two folds first: each of the first p - p2 even ranks
+// hands its data to its odd neighbour and waits; the odd one speaks for both (its virtual
+// block covers both ranks' blocks) and hands the result back at the end.
+//
+// Every element's final value is computed by exactly one virtual rank, the owner of its
+// block, and only copied after that, so all ranks hold the same bits.
+#include <cstring>
+
+#include "collectives/algorithms.hpp"
+#include "collectives/patterns.hpp"
+#include "collectives/reduce_kernels.hpp"
+
+namespace strata::collectives {
+
+namespace {
+
+// Element boundaries of the p2 virtual blocks: bounds[v] .. bounds[v + 1].
+using Bounds = std::vector<std::size_t>;
+
+struct Span {
+  std::size_t begin = 0;  // elements
+  std::size_t size = 0;
+};
+
+Span span_of(const Bounds& b, BlockRange r) {
+  return {b[static_cast<std::size_t>(r.begin)], b[static_cast<std::size_t>(r.end)] - b[static_cast<std::size_t>(r.begin)]};
+}
+
+std::size_t largest_half(const Bounds& b, int p2) {
+  std::size_t m = 0;
+  for (int v = 0; v < p2; ++v) m = std::max(m, span_of(b, halving_keep(v, 0, p2)).size);
+  return m;
+}
+
+// Sends len elements in chunks; the receiver cuts them the same way (recv_reduce).
+void send_chunks(Context& ctx, int peer, Channel ch, const char* src, std::size_t len,
+                 std::size_t esz, std::vector<RequestPtr>& sends) {
+  const std::size_t C = chunk_count(len, esz, ctx.chunk_bytes());
+  for (std::size_t c = 0; c < C; ++c)
+    sends.push_back(ctx.send(peer, ch, src + piece_begin(len, C, c) * esz, piece_size(len, C, c) * esz));
+}
+
+// out = a op (what peer sends), chunk by chunk so the reduction overlaps the transfer.
+// tmp holds len elements.
+void recv_reduce(Context& ctx, int peer, Channel ch, char* out, const char* a, char* tmp,
+                 std::size_t len, DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt);
+  const std::size_t C = chunk_count(len, esz, ctx.chunk_bytes());
+  std::vector<RequestPtr> recvs;
+  for (std::size_t c = 0; c < C; ++c)
+    recvs.push_back(ctx.recv(peer, ch, tmp + piece_begin(len, C, c) * esz, piece_size(len, C, c) * esz));
+  for (std::size_t c = 0; c < C; ++c) {
+    ctx.wait(recvs[c]);
+    const std::size_t off = piece_begin(len, C, c) * esz, n = piece_size(len, C, c);
+    ctx.expect_bytes(recvs[c], n * esz);
+    reduce(dt, op, out + off, a + off, tmp + off, n);
+  }
+}
+
+void recv_exact(Context& ctx, int peer, Channel ch, void* dst, std::size_t bytes) {
+  const auto r = ctx.recv(peer, ch, dst, bytes);
+  ctx.wait(r);
+  ctx.expect_bytes(r, bytes);
+}
+
+// Recursive halving among the p2 >= 2 virtual ranks (the caller has folded). `cur` holds
+// this rank's whole input; on return acc holds the reduction of block vr (op avg as sum).
+// Blocks sent away are read from cur, so cur may be the caller's send buffer.
+void halving(Context& ctx, const Group& g, const Bounds& b, const char* cur, char* acc,
+             DataType dt, ReduceOp op) {
+  const int p = g.size(), p2 = pow2_floor(p), vr = fold_vrank(g.me, p);
+  const std::size_t esz = dtype_size(dt);
+  char* tmp = static_cast<char*>(ctx.scratch(0, largest_half(b, p2) * esz));
+  for (int k = 0; (p2 >> (k + 1)) >= 1; ++k) {
+    const int peer = g.rank(fold_real(halving_partner(vr, k, p2), p));
+    const Span keep = span_of(b, halving_keep(vr, k, p2));
+    const Span give = span_of(b, halving_send(vr, k, p2));
+    // Both sides know both sizes, so empty halves (tiny counts) send nothing at all.
+    std::vector<RequestPtr> sends;
+    if (give.size) send_chunks(ctx, peer, Channel::data, cur + give.begin * esz, give.size, esz, sends);
+    if (keep.size)
+      recv_reduce(ctx, peer, Channel::data, acc + keep.begin * esz, cur + keep.begin * esz, tmp,
+                  keep.size, dt, op);
+    ctx.wait_all(sends);
+    // From here on only the kept half is read, and that now lives in acc.
+    cur = acc;
+  }
+}
+
+// Recursive doubling among the p2 virtual ranks: buf holds block vr and gets all others.
+void doubling(Context& ctx, const Group& g, const Bounds& b, char* buf, std::size_t esz) {
+  const int p = g.size(), p2 = pow2_floor(p), vr = fold_vrank(g.me, p);
+  for (int j = 0; (1 << j) < p2; ++j) {
+    const int pv = doubling_partner(vr, j);
+    const int peer = g.rank(fold_real(pv, p));
+    const Span mine = span_of(b, doubling_held(vr, j)), theirs = span_of(b, doubling_held(pv, j));
+    std::vector<RequestPtr> reqs;
+    RequestPtr r;
+    if (theirs.size) reqs.push_back(r = ctx.recv(peer, Channel::data, buf + theirs.begin * esz, theirs.size * esz));
+    if (mine.size) reqs.push_back(ctx.send(peer, Channel::data, buf + mine.begin * esz, mine.size * esz));
+    ctx.wait_all(reqs);
+    if (r) ctx.expect_bytes(r, theirs.size * esz);
+  }
+}
+
+// Bounds for virtual blocks made of whole rank blocks of `block` elements each.
+Bounds rank_block_bounds(int p, std::size_t block) {
+  const int p2 = pow2_floor(p);
+  Bounds b(static_cast<std::size_t>(p2) + 1);
+  for (int v = 0; v <= p2; ++v) b[static_cast<std::size_t>(v)] = static_cast<std::size_t>(fold_first(v, p)) * block;
+  return b;
+}
+
+void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
+  if (dst != src && bytes) std::memcpy(dst, src, bytes);
+}
+
+}  // namespace
+
+void halving_doubling_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                                std::size_t count, DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt), bytes = count * esz;
+  const int p = g.size(), me = g.me;
+  if (p == 1 || count == 0) return copy_if_distinct(recv, send, bytes);
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  const int partner = fold_partner(me, p);
+  if (partner >= 0 && me % 2 == 0) {
+    std::vector<RequestPtr> sends;
+    send_chunks(ctx, g.rank(partner), Channel::data, in, count, esz, sends);
+    ctx.wait_all(sends);
+    return recv_exact(ctx, g.rank(partner), Channel::result, out, bytes);
+  }
+  if (partner >= 0) {
+    recv_reduce(ctx, g.rank(partner), Channel::data, out, in, static_cast<char*>(ctx.scratch(1, bytes)),
+                count, dt, op);
+    in = out;
+  }
+  const int p2 = pow2_floor(p), vr = fold_vrank(me, p);
+  Bounds b(static_cast<std::size_t>(p2) + 1);
+  for (int v = 0; v <= p2; ++v)
+    b[static_cast<std::size_t>(v)] = piece_begin(count, static_cast<std::size_t>(p2), static_cast<std::size_t>(v));
+  halving(ctx, g, b, in, out, dt, op);
+  // One rank divides each block, before anyone copies it.
+  const Span own = span_of(b, {vr, vr + 1});
+  if (op == ReduceOp::avg && own.size) finish_avg(dt, out + own.begin * esz, own.size, p);
+  doubling(ctx, g, b, out, esz);
+  if (partner >= 0) ctx.wait(ctx.send(g.rank(partner), Channel::result, out, bytes));
+}
+
+void halving_doubling_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+                                     std::size_t recvcount, DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt), block = recvcount * esz;
+  const int p = g.size(), me = g.me;
+  if (p == 1 || recvcount == 0) return copy_if_distinct(recv, send, block);
+  const std::size_t n = recvcount * static_cast<std::size_t>(p);
+  const char* in = static_cast<const char*>(send);
+  const int partner = fold_partner(me, p);
+  if (partner >= 0 && me % 2 == 0) {
+    std::vector<RequestPtr> sends;
+    send_chunks(ctx, g.rank(partner), Channel::data, in, n, esz, sends);
+    ctx.wait_all(sends);
+    return recv_exact(ctx, g.rank(partner), Channel::result, recv, block);
+  }
+  // Partial sums go to scratch: in place, recv lies inside send, which is still read.
+  char* acc = static_cast<char*>(ctx.scratch(2, n * esz));
+  if (partner >= 0) {
+    recv_reduce(ctx, g.rank(partner), Channel::data, acc, in, static_cast<char*>(ctx.scratch(1, n * esz)),
+                n, dt, op);
+    in = acc;
+  }
+  const Bounds b = rank_block_bounds(p, recvcount);
+  const int vr = fold_vrank(me, p);
+  halving(ctx, g, b, in, acc, dt, op);
+  // acc now holds this virtual rank's blocks: the partner's (if folded) and its own.
+  const Span own = span_of(b, {vr, vr + 1});
+  if (op == ReduceOp::avg) finish_avg(dt, acc + own.begin * esz, own.size, p);
+  RequestPtr s;
+  if (partner >= 0) s = ctx.send(g.rank(partner), Channel::result, acc + static_cast<std::size_t>(partner) * block, block);
+  std::memcpy(recv, acc + static_cast<std::size_t>(me) * block, block);
+  if (s) ctx.wait(s);
+}
+
+void halving_doubling_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+                                std::size_t sendcount, DataType dt) {
+  const std::size_t esz = dtype_size(dt), block = sendcount * esz;
+  const int p = g.size(), me = g.me;
+  char* out = static_cast<char*>(recv);
+  copy_if_distinct(out + static_cast<std::size_t>(me) * block, send, block);
+  if (p == 1 || sendcount == 0) return;
+  const std::size_t total = block * static_cast<std::size_t>(p);
+  const int partner = fold_partner(me, p);
+  if (partner >= 0 && me % 2 == 0) {
+    ctx.wait(ctx.send(g.rank(partner), Channel::data, out + static_cast<std::size_t>(me) * block, block));
+    // The whole vector comes back, this rank's own block included (same bits).
+    return recv_exact(ctx, g.rank(partner), Channel::result, out, total);
+  }
+  if (partner >= 0)
+    recv_exact(ctx, g.rank(partner), Channel::data, out + static_cast<std::size_t>(partner) * block, block);
+  doubling(ctx, g, rank_block_bounds(p, sendcount), out, esz);
+  if (partner >= 0) ctx.wait(ctx.send(g.rank(partner), Channel::result, out, total));
+}
+
+}  // namespace strata::collectives

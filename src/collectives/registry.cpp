@@ -1,0 +1,127 @@
+#include "collectives/registry.hpp"
+
+#include "collectives/algorithms.hpp"
+
+namespace strata::collectives {
+
+namespace {
+
+using K = CollectiveKind;
+
+// Every algorithm handles every dtype, op, count (0 included) and group size; they
+// differ only in the collectives they implement.
+template <K... kinds>
+bool only(CollectiveKind kind, DataType, std::size_t, int) {
+  return ((kind == kinds) || ...);
+}
+
+void run_ring(Context& ctx, const Group& g, const CollArgs& a) {
+  switch (a.kind) {
+    case K::allreduce: return ring_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+    case K::reduce_scatter: return ring_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+    case K::allgather: return ring_allgather(ctx, g, a.send, a.recv, a.count, a.dtype);
+    default: return ring_reduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op, a.root);
+  }
+}
+
+void run_recursive_doubling(Context& ctx, const Group& g, const CollArgs& a) {
+  recursive_doubling_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+}
+
+void run_binomial(Context& ctx, const Group& g, const CollArgs& a) {
+  if (a.kind == K::broadcast) return binomial_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
+  binomial_reduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op, a.root);
+}
+
+void run_chain(Context& ctx, const Group& g, const CollArgs& a) {
+  chain_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
+}
+
+void run_halving_doubling(Context& ctx, const Group& g, const CollArgs& a) {
+  switch (a.kind) {
+    case K::allreduce: return halving_doubling_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+    case K::reduce_scatter:
+      return halving_doubling_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+    default: return halving_doubling_allgather(ctx, g, a.send, a.recv, a.count, a.dtype);
+  }
+}
+
+void run_double_tree(Context& ctx, const Group& g, const CollArgs& a) {
+  if (a.kind == K::broadcast) return double_tree_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
+  double_tree_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+}
+
+void run_direct(Context& ctx, const Group& g, const CollArgs& a) {
+  switch (a.kind) {
+    case K::allreduce: return direct_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+    case K::reduce_scatter: return direct_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+    default: return direct_allgather(ctx, g, a.send, a.recv, a.count, a.dtype);
+  }
+}
+
+void run_dissemination(Context& ctx, const Group& g, const CollArgs&) { dissemination_barrier(ctx, g); }
+
+constexpr Algorithm kAlgorithms[] = {
+    {AlgorithmId::ring, "ring",
+     "pipelined ring reduce-scatter + allgather; 2(p-1) steps, bandwidth-optimal for large messages",
+     only<K::allreduce, K::reduce_scatter, K::allgather, K::reduce>, run_ring},
+    {AlgorithmId::recursive_doubling, "recursive_doubling",
+     "log2 p exchanges of the whole vector (pairs folded for non-powers of two); small messages",
+     only<K::allreduce>, run_recursive_doubling},
+    {AlgorithmId::binomial, "binomial",
+     "binomial tree, whole vector per message, ceil(log2 p) rounds; small broadcasts and reduces",
+     only<K::broadcast, K::reduce>, run_binomial},
+    {AlgorithmId::chain, "chain",
+     "pipelined chain from the root; large broadcasts",
+     only<K::broadcast>, run_chain},
+    {AlgorithmId::halving_doubling, "halving_doubling",
+     "Rabenseifner: recursive halving reduce-scatter + recursive doubling allgather, 2 log2 p "
+     "rounds at ring bandwidth; non-powers of two fold pairs first",
+     only<K::allreduce, K::reduce_scatter, K::allgather>, run_halving_doubling},
+    {AlgorithmId::double_tree, "double_tree",
+     "two complementary binary trees, each reducing and broadcasting half the vector in "
+     "pipelined chunks; log-depth latency",
+     only<K::allreduce, K::broadcast>, run_double_tree},
+    {AlgorithmId::direct, "direct",
+     "colocated parameter server: each rank reduces its block from all others at once and "
+     "sends it back; 2 rounds, p-1 concurrent flows",
+     only<K::allreduce, K::reduce_scatter, K::allgather>, run_direct},
+    {AlgorithmId::dissemination, "dissemination",
+     "dissemination barrier, ceil(log2 p) rounds of empty messages",
+     only<K::barrier>, run_dissemination},
+};
+
+// algorithm(id) indexes the table, so it must list every id once, in order.
+constexpr bool ids_in_order() {
+  for (std::size_t i = 0; i < std::size(kAlgorithms); ++i)
+    if (static_cast<std::size_t>(kAlgorithms[i].id) != i) return false;
+  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::dissemination) + 1;
+}
+static_assert(ids_in_order());
+
+}  // namespace
+
+std::span<const Algorithm> algorithms() { return kAlgorithms; }
+
+const Algorithm& algorithm(AlgorithmId id) { return kAlgorithms[static_cast<std::size_t>(id)]; }
+
+const Algorithm* find_algorithm(std::string_view name) {
+  for (const auto& a : kAlgorithms)
+    if (name == a.name) return &a;
+  return nullptr;
+}
+
+std::string algorithm_names() {
+  std::string s;
+  for (const auto& a : kAlgorithms) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  return s;
+}
+
+std::string algorithm_names(CollectiveKind kind, DataType dt, std::size_t count, int group_size) {
+  std::string s;
+  for (const auto& a : kAlgorithms)
+    if (a.supports(kind, dt, count, group_size)) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  return s;
+}
+
+}  // namespace strata::collectives

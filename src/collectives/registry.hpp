@@ -1,0 +1,41 @@
+// Every flat algorithm by name: what it can run and how to run it over one Group. The
+// default choice in dispatch.cpp and (later) the cost-model selector pick from this list;
+// CallOptions::algorithm names one of its entries directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "collectives/dispatch.hpp"
+
+namespace strata::collectives {
+
+enum class AlgorithmId : std::uint8_t {
+  ring, recursive_doubling, binomial, chain, halving_doubling, double_tree, direct, dissemination
+};
+
+struct Algorithm {
+  AlgorithmId id;
+  const char* name;         // what CallOptions::algorithm and strata-perf --algo accept
+  const char* description;  // one line: shape, and where it is meant to win
+  // Whether run() carries out this collective correctly for these arguments: a question
+  // of capability only. Which one is fastest is the selector's business. count is the
+  // per-rank count as in CollArgs.
+  bool (*supports)(CollectiveKind kind, DataType dt, std::size_t count, int group_size);
+  // Runs the collective over g; all ranks of g call it with the same arguments.
+  void (*run)(Context& ctx, const Group& g, const CollArgs& a);
+};
+
+// In AlgorithmId order.
+std::span<const Algorithm> algorithms();
+const Algorithm& algorithm(AlgorithmId id);
+// nullptr for a name that is not registered.
+const Algorithm* find_algorithm(std::string_view name);
+// "ring, recursive_doubling, ...": every name, or those that support the arguments.
+std::string algorithm_names();
+std::string algorithm_names(CollectiveKind kind, DataType dt, std::size_t count, int group_size);
+
+}  // namespace strata::collectives
