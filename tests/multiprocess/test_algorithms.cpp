@@ -5,6 +5,8 @@
 // cover 0, 1, odd, non-divisible and multi-chunk (chunks of 4 KiB), over TCP and UCX.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <cstdlib>
 
 #include "collective_check.hpp"
@@ -22,6 +24,11 @@ struct Param {
   TransportKind transport;
   int ranks;
 };
+
+// Readable test names in ctest's listing instead of the parameter's raw bytes.
+void PrintTo(const Param& p, std::ostream* os) {
+  *os << p.algorithm << "/" << to_string(p.transport) << "/" << p.ranks;
+}
 
 std::vector<Case> algorithm_cases(const Algorithm& a, int p) {
   const CollectiveKind kinds[] = {CollectiveKind::allreduce, CollectiveKind::reduce_scatter,
