@@ -42,7 +42,8 @@ FrameHeader decode(const unsigned char* in) {
   FrameHeader h;
   const auto kind = take<std::uint32_t>(in, 0);
   if (kind != static_cast<std::uint32_t>(FrameKind::data) &&
-      kind != static_cast<std::uint32_t>(FrameKind::ack))
+      kind != static_cast<std::uint32_t>(FrameKind::ack) &&
+      kind != static_cast<std::uint32_t>(FrameKind::goodbye))
     throw TransportError("wan frame: unknown kind " + std::to_string(kind));
   h.kind = static_cast<FrameKind>(kind);
   h.length = take<std::uint32_t>(in, 4);

@@ -23,6 +23,9 @@ using EncodedHeader = std::array<unsigned char, kHeaderBytes>;
 enum class FrameKind : std::uint32_t {
   data = 0x444E4157,  // "WAND"
   ack = 0x414E4157,   // "WANA": seq is the cumulative sequence number delivered
+  // "WANG": the sender is closing or aborting its transport and will not come back, so
+  // the other side stops waiting for it (a broken stream, by contrast, reconnects).
+  goodbye = 0x474E4157,
 };
 
 struct FrameHeader {

@@ -121,6 +121,11 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
     break_inbound(peer, s);
     return false;
   }
+  if (h.kind == FrameKind::goodbye && header_intact(header)) {
+    on_goodbye(peer);
+    break_inbound(peer, s);
+    return false;
+  }
   if (!header_intact(header) || h.kind != FrameKind::data || h.length > kMaxStripe || h.total > kMaxMessage ||
       h.offset > h.total || h.length > h.total - h.offset) {
     break_inbound(peer, s);

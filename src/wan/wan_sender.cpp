@@ -177,6 +177,10 @@ void WanTransport::read_ack(int peer, int s) {
     } catch (const std::exception& e) {
       return break_outbound(peer, s, e.what());
     }
+    if (h.kind == FrameKind::goodbye && header_intact(t.ack_in.data())) {
+      on_goodbye(peer);
+      return fail_peer(peer, "rank " + std::to_string(peer) + " closed its WAN link");
+    }
     if (h.kind != FrameKind::ack || !header_intact(t.ack_in.data()) || frame_crc(0, h) != h.crc)
       return break_outbound(peer, s, "corrupt acknowledgement");
     const auto delay = opt_.emulation.delay;

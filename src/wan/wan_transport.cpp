@@ -1,6 +1,8 @@
 #include "wan/wan_transport.hpp"
 
+#include <array>
 #include <cstring>
+#include <span>
 
 #include "strata/errors.hpp"
 
@@ -48,6 +50,11 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
 }
 
 WanTransport::~WanTransport() {
+  if (!aborted()) {
+    // Finish writes already queued (acknowledgements above all) before saying goodbye.
+    io_.restart();
+    io_.poll();
+  }
   close_all();
   // Let cancelled handlers run now, while the members they check still exist.
   io_.restart();
@@ -125,6 +132,10 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
   }
   auto& in = in_.at(static_cast<std::size_t>(peer));
   InMsgPtr m = in.unexpected.take(tag);
+  if (!m && !in.departed.empty()) {
+    req->fail(in.departed);
+    return req;
+  }
   if (!m) {
     in.posted.push(tag, req);
     return req;
@@ -136,8 +147,14 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     // Copy what has arrived and let the rest land in the caller's buffer directly.
     if (m->total) std::memcpy(buf, m->staging.get(), m->total);
     m->dest = static_cast<char*>(buf);
-    if (m->complete) req->complete(m->total);
-    else m->req = req;
+    if (m->complete) {
+      req->complete(m->total);
+    } else if (!in.departed.empty()) {
+      req->fail(in.departed);
+      m->dest = nullptr;
+    } else {
+      m->req = req;
+    }
   }
   // Safe to free: payload only ever streams into staging synchronously (see pump).
   m->staging.reset();
@@ -226,8 +243,60 @@ void WanTransport::apply_abort() {
   close_all();
 }
 
+void WanTransport::say_goodbye() {
+  FrameHeader h;
+  h.kind = FrameKind::goodbye;
+  h.sent_ns = now_ns();
+  const EncodedHeader bye = seal(h, 0);
+  // Only where no write is under way (the frame must not land inside another), and
+  // without blocking: a full socket buffer means the peer will see the close instead.
+  auto send = [&](const SocketPtr& sock, const EncodedHeader* ack) {
+    boost::system::error_code ec;
+    sock->non_blocking(true, ec);
+    if (ec) return;
+    std::array<boost::asio::const_buffer, 2> bufs{boost::asio::buffer(bye), boost::asio::buffer(bye)};
+    if (ack) bufs[0] = boost::asio::buffer(*ack);
+    count(wire_sent_, sock->write_some(ack ? std::span(bufs) : std::span(bufs).first(1), ec));
+  };
+  for (auto& o : out_)
+    for (auto& s : o.streams)
+      if (s.sock && s.connected && !s.writing) send(s.sock, nullptr);
+  for (auto& i : in_)
+    for (auto& s : i.streams) {
+      if (!s.sock || s.ack_writing) continue;
+      // Acknowledge everything delivered first: the goodbye fails the peer's unfinished
+      // sends, and a delivered one must not be among them.
+      if (s.delivered_seq > s.acked_seq) {
+        FrameHeader a;
+        a.kind = FrameKind::ack;
+        a.seq = s.delivered_seq;
+        a.sent_ns = h.sent_ns;
+        s.ack_out = seal(a, 0);
+        s.acked_seq = s.delivered_seq;
+        send(s.sock, &s.ack_out);
+      } else {
+        send(s.sock, nullptr);
+      }
+    }
+}
+
+void WanTransport::on_goodbye(int peer) {
+  auto& in = in_[static_cast<std::size_t>(peer)];
+  if (!in.departed.empty()) return;
+  in.departed = "rank " + std::to_string(peer) +
+                " closed its WAN link (its communicator was destroyed or aborted); nothing more will come from it";
+  in.posted.for_each([&](ReqPtr& r) { r->fail(in.departed); });
+  in.posted.clear();
+  for (auto& [id, m] : in.msgs)
+    if (m->req && !m->complete) {
+      m->req->fail(in.departed);
+      m->dest = nullptr;  // no late stripe may land in the caller's buffer
+    }
+}
+
 void WanTransport::close_all() {
   // Closing stops every read in progress, so no late bytes land in a caller's buffer.
+  say_goodbye();
   boost::system::error_code ec;
   acceptor_.close(ec);
   for (auto& o : out_)

@@ -184,6 +184,7 @@ class WanTransport : public transport::Transport {
     std::uint64_t next_match = 0;
     transport::TagQueues<ReqPtr> posted;
     transport::TagQueues<InMsgPtr> unexpected;
+    std::string departed;  // set by the peer's goodbye: nothing more will come
   };
 
   // sender
@@ -210,6 +211,9 @@ class WanTransport : public transport::Transport {
   RequestPtr send_to_self(Tag tag, const void* buf, std::size_t bytes);
   std::string truncation(int peer, std::size_t got, std::size_t cap) const;
   void apply_abort();
+  // Best effort, before closing: a goodbye on every idle stream, both directions.
+  void say_goodbye();
+  void on_goodbye(int peer);
   void close_all();
   std::int64_t now_ns() const;
   // Only the engine thread counts, but traffic() may read from any thread: relaxed atomics

@@ -197,7 +197,7 @@ TEST(Compression, RanksAskingForDifferentCompressionIsAMismatch) {
       return;  // ranks not next to the mismatch see the abort that follows it
     }
     require(false, "mismatched compression went unnoticed");
-  }, "none", "10");  // a rank waiting on a WAN peer that left learns it only by its deadline
+  }, "none", "10");  // peers that left say goodbye over the WAN; the deadline only bounds it
 }
 
 TEST(Compression, BadRequestsNameTheProblem) {

@@ -247,6 +247,31 @@ TEST(WanLink, EmulatedRateIsRespected) {
   std::cout << rs[0].output;
 }
 
+// A rank that closes its transport says goodbye on its streams: a peer still waiting to
+// receive from it fails at once, naming it, instead of waiting out its deadline (a
+// broken stream, which reconnects, sends no goodbye).
+TEST(WanLink, ClosedPeerFailsPendingReceivesPromptly) {
+  WanOptions opt;
+  opt.streams = 2;
+  const auto rs = run_ranks(2, opt, [&](transport::Transport& t, bootstrap::Store& store) {
+    exchange(t, store, 2, {1000}, 1);  // streams up in both directions
+    if (t.rank() == 1) return;        // leaves: the transport is destroyed
+    Bytes buf(64);
+    const auto start = Clock::now();
+    auto r = t.irecv(1, 9, buf.data(), buf.size());
+    std::string error;
+    try {
+      transport::wait(t, r, Clock::now() + 30s);
+    } catch (const TransportError& e) {
+      error = e.what();
+    }
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    require(error.find("rank 1 closed its WAN link") != std::string::npos, "error: '" + error + "'");
+    require(waited < 5, "took " + std::to_string(waited) + " s to notice");
+  });
+  EXPECT_EQ(test::failures(rs), "");
+}
+
 // Two regions of one rank each, flat ring allreduce: each rank sends the piece it reduces
 // (reduce-scatter) and the piece it owns at the end (allgather), plus the fingerprint every
 // collective sends to the next rank. An odd count makes the two pieces differ in size.
