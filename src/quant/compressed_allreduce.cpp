@@ -59,9 +59,15 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
 
   // Encode, and remember what the encodings reproduce, for the residual and for our own
   // contribution to the sums.
+  // A range whose encoding would outgrow the dense vector (top-k at a high density)
+  // travels dense and exact instead: cheaper, and nothing is left for the residual.
+  static const auto exact = make_codec(CodecSpec{});
   std::vector<Bytes> mine(static_cast<std::size_t>(ranges));
-  for (int j = 0; j < ranges; ++j)
-    codec.encode(range(j), mine[static_cast<std::size_t>(j)], st.seed + static_cast<std::uint64_t>(j));
+  for (int j = 0; j < ranges; ++j) {
+    auto& w = mine[static_cast<std::size_t>(j)];
+    codec.encode(range(j), w, st.seed + static_cast<std::uint64_t>(j));
+    if (w.size() > exact->expected_wire_bytes(range(j).size())) exact->encode(range(j), w);
+  }
   thread_local std::vector<std::uint32_t> kept;
   thread_local std::vector<float> kept_values;
   if (ranges == 1 && decode_sparse(mine[0], kept, kept_values)) {
@@ -73,26 +79,26 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
     const std::span<float> decoded(static_cast<float*>(ctx.scratch(0, n * sizeof(float))), n);
     for (int j = 0; j < ranges; ++j) {
       const auto r = range(j);
-      codec.decode(mine[static_cast<std::size_t>(j)], decoded.subspan(static_cast<std::size_t>(r.data() - buf), r.size()));
+      decode(mine[static_cast<std::size_t>(j)], decoded.subspan(static_cast<std::size_t>(r.data() - buf), r.size()));
     }
     st.feedback->update(st.key, st.shard, all, decoded);
   }
   if (p == 1) {
-    codec.decode(mine[0], all);
+    decode(mine[0], all);
     return;
   }
 
   if (direct) {
     const int other = 1 - g.me;
-    const std::size_t cap = codec.max_wire_bytes(n);
+    const std::size_t cap = std::max(codec.max_wire_bytes(n), exact->max_wire_bytes(n));
     auto* theirs = static_cast<std::byte*>(ctx.scratch(1, cap));
     auto rq = ctx.recv(g.rank(other), Channel::data2, theirs, cap);
     auto sq = ctx.send(g.rank(other), Channel::data2, mine[0].data(), mine[0].size());
     ctx.wait_all({rq, sq});
     // Member order on both sides, so both add the same numbers in the same order.
     const std::span<const std::byte> wires[2] = {mine[0], {theirs, rq->bytes()}};
-    codec.decode(wires[g.me == 0 ? 0 : 1], all);
-    codec.decode_add(wires[g.me == 0 ? 1 : 0], all);
+    decode(wires[g.me == 0 ? 0 : 1], all);
+    decode_add(wires[g.me == 0 ? 1 : 0], all);
     return;
   }
 
@@ -102,7 +108,7 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
   std::vector<RequestPtr> recvs(parts), sends;
   for (int m = 0; m < p; ++m) {
     if (m == g.me) continue;
-    in[static_cast<std::size_t>(m)].resize(codec.max_wire_bytes(own.size()));
+    in[static_cast<std::size_t>(m)].resize(std::max(codec.max_wire_bytes(own.size()), exact->max_wire_bytes(own.size())));
     recvs[static_cast<std::size_t>(m)] =
         ctx.recv(g.rank(m), Channel::data2, in[static_cast<std::size_t>(m)].data(), in[static_cast<std::size_t>(m)].size());
     sends.push_back(ctx.send(g.rank(m), Channel::data2, mine[static_cast<std::size_t>(m)].data(),
@@ -112,7 +118,7 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
     if (r) ctx.wait(r);
   std::vector<float> sum(own.size(), 0.0f);
   for (int m = 0; m < p; ++m)
-    codec.decode_add(m == g.me ? std::span<const std::byte>(mine[static_cast<std::size_t>(m)])
+    decode_add(m == g.me ? std::span<const std::byte>(mine[static_cast<std::size_t>(m)])
                                : received(in[static_cast<std::size_t>(m)], recvs[static_cast<std::size_t>(m)]),
                      sum);
   ctx.wait_all(sends);

@@ -138,6 +138,23 @@ TEST(Compression, ErrorFeedbackTracksTheExactSum) {
   });
 }
 
+// Top-k at a density where indices and values outgrow the vector itself goes dense and
+// exact: fewer bytes over the WAN than the sparse form would take, and no error.
+TEST(Compression, DenseWhenTheSparseFormWouldBeLarger) {
+  in_layout(k2x2, [](Communicator& comm) {
+    constexpr std::size_t n = 20000;  // each rank's cross-region shard: n / 2 floats
+    auto v = input(comm.rank(), 5, n);
+    const TrafficStats before = comm.traffic();
+    comm.allreduce(v.data(), v.data(), n, DataType::f32, ReduceOp::sum, with("topk:0.99")).wait();
+    const std::uint64_t sent = comm.traffic().wan_bytes_sent - before.wan_bytes_sent;
+    // Dense: 4 bytes a float plus a 24-byte header, and at most one 32-byte fingerprint.
+    require(sent <= n / 2 * 4 + 24 + 32, "sent " + std::to_string(sent) + " bytes over the WAN");
+    const double err = rel_error(v, exact_sum(comm.size(), 5, n));
+    require(err < 1e-6, "relative error " + std::to_string(err));
+    require_identical(comm, v, "topk:0.99");
+  });
+}
+
 // A checkpoint of the residuals, restored after a reset, continues bit for bit.
 TEST(Compression, ResidualsSaveAndRestore) {
   in_layout(k2x2, [](Communicator& comm) {
