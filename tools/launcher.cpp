@@ -10,6 +10,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+
+#include <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>
@@ -370,6 +372,17 @@ std::string make_run_id() {
   std::snprintf(buf, sizeof buf, "%ld-%llx-%u", static_cast<long>(::getpid()),
                 static_cast<unsigned long long>(ns), counter++);
   return buf;
+}
+
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+bool launched_externally() {
+  for (const char* v : {"STRATA_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
+    if (env_set(v)) return true;
+  return false;
 }
 
 std::string self_executable() {

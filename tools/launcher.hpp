@@ -54,4 +54,11 @@ std::string make_run_id();
 // The absolute path of the running executable, for re-executing it as a rank.
 std::string self_executable();
 
+// Whether the variable is set to something non-empty.
+bool env_set(const char* name);
+// Whether a launcher Communicator::from_env recognises already started this process as a
+// rank (strata-run, torchrun, mpirun, srun): tools then run as that rank instead of
+// spawning local ones.
+bool launched_externally();
+
 }  // namespace strata::tools

@@ -28,18 +28,6 @@ using namespace strata::perf;
 constexpr const char* kSpawnedMarker = "STRATA_PERF_SPAWNED";
 constexpr int kDefaultLocalRanks = 2;
 
-bool env_set(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
-
-// The same launchers Communicator::from_env recognises.
-bool launched_externally() {
-  for (const char* v : {"STRATA_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
-    if (env_set(v)) return true;
-  return false;
-}
-
 // Fake regions for ranks on one machine: each region is one "host", so the hierarchical
 // plan reduces inside a region first and only the shards cross the (emulated) WAN.
 std::string region_of(int rank, int nranks, const PerfOptions& o) {
@@ -166,9 +154,9 @@ int main(int argc, char** argv) {
   if (!parsed.options) return parsed.exit_code;
   const PerfOptions& o = *parsed.options;
   try {
-    if (!env_set(kSpawnedMarker)) {
+    if (!tools::env_set(kSpawnedMarker)) {
       if (o.ranks) return spawn_local(*o.ranks, argc, argv, o);
-      if (!launched_externally()) return spawn_local(kDefaultLocalRanks, argc, argv, o);
+      if (!tools::launched_externally()) return spawn_local(kDefaultLocalRanks, argc, argv, o);
     }
     return run_rank(o);
   } catch (const std::exception& e) {

@@ -42,17 +42,6 @@ struct Options {
   double target = 0.02;
 };
 
-bool env_set(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
-
-bool launched_externally() {
-  for (const char* v : {"STRATA_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
-    if (env_set(v)) return true;
-  return false;
-}
-
 // Contiguous blocks of ranks per region, each region a single host: the hierarchical
 // allreduce then reduces inside a region exactly and compresses only what crosses.
 std::string region_name(int rank, int ranks, int regions) {
@@ -183,7 +172,7 @@ int main(int argc, char** argv) {
   try {
     // Bad arguments are reported once, here, rather than by every rank.
     run_specs(o);
-    if (!env_set(kSpawnedMarker) && !launched_externally()) {
+    if (!tools::env_set(kSpawnedMarker) && !tools::launched_externally()) {
       if (o.train.global_batch % o.ranks != 0)
         throw std::invalid_argument("--batch " + std::to_string(o.train.global_batch) +
                                     " does not split evenly over " + std::to_string(o.ranks) + " ranks");

@@ -4,11 +4,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include "collectives/context.hpp"
 #include "strata/types.hpp"
 
 namespace strata::collectives {
+
+// In-place calls pass the same buffer twice; everyone else gets a copy.
+inline void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
+  if (dst != src && bytes) std::memcpy(dst, src, bytes);
+}
 
 // Ring: reduce-scatter then allgather, pipelined in chunks of ctx.chunk_bytes().
 void ring_allreduce(Context& ctx, const Group& g, const void* send, void* recv,

@@ -71,10 +71,6 @@ void scatter_reduce(Context& ctx, const Group& g, const char* send, char* out, c
   ctx.wait_all(sends);
 }
 
-void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
-  if (dst != src && bytes) std::memcpy(dst, src, bytes);
-}
-
 }  // namespace
 
 void direct_allreduce(Context& ctx, const Group& g, const void* send, void* recv,

@@ -149,10 +149,6 @@ Half tree_half(int t, int me, int q, Real real) {
   return h;
 }
 
-void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
-  if (dst != src && bytes) std::memcpy(dst, src, bytes);
-}
-
 }  // namespace
 
 void double_tree_allreduce(Context& ctx, const Group& g, const void* send, void* recv,

@@ -116,10 +116,6 @@ Bounds rank_block_bounds(int p, std::size_t block) {
   return b;
 }
 
-void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
-  if (dst != src && bytes) std::memcpy(dst, src, bytes);
-}
-
 }  // namespace
 
 void halving_doubling_allreduce(Context& ctx, const Group& g, const void* send, void* recv,

@@ -113,10 +113,6 @@ void allgather_core(Context& ctx, const Group& g, char* buf, const Layout& L, in
   ctx.wait_all(sends);
 }
 
-void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
-  if (dst != src && bytes) std::memcpy(dst, src, bytes);
-}
-
 }  // namespace
 
 void ring_allreduce(Context& ctx, const Group& g, const void* send, void* recv,

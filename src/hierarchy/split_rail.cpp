@@ -20,6 +20,7 @@ namespace strata::hierarchy {
 using collectives::CollArgs;
 using collectives::Context;
 using collectives::Group;
+using collectives::copy_if_distinct;
 
 namespace {
 
@@ -50,10 +51,6 @@ std::size_t block_index(const Plan& p, int q) {
 }
 
 std::size_t small_bytes() { return static_cast<std::size_t>(config::get_int("small_bytes")); }
-
-void copy_if_distinct(void* dst, const void* src, std::size_t bytes) {
-  if (dst != src && bytes) std::memcpy(dst, src, bytes);
-}
 
 // Clears the context's background work however the pipeline ends.
 struct BackgroundScope {
