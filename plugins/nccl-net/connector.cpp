@@ -1,0 +1,125 @@
+#include "connector.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "errors.hpp"
+#include "log.hpp"
+
+namespace strata::nccl_net {
+
+Connector::Connector(const ListenHandle& handle, const Config& config)
+    : nonce_(handle.nonce), deadline_(std::chrono::steady_clock::now() + config.connect_timeout) {
+  const socklen_t len = handle_address(handle, &addr_);
+  const bool same_region = handle.region_hash == region_hash(config.region);
+  char remote_region[sizeof handle.region + 1] = {};
+  std::memcpy(remote_region, handle.region, sizeof handle.region);
+  int count = 1;
+  if (!same_region) {
+    opt_.striped = opt_.checksum = opt_.acks = true;
+    opt_.frame_bytes = config.stripe_bytes;
+    if (config.emulation.window) {
+      // An emulated window smaller than a stripe would still let one whole stripe out per
+      // stream (an idle stream always takes one); cap stripes so the window holds.
+      opt_.window = config.emulation.window;
+      opt_.frame_bytes = std::min(opt_.frame_bytes, opt_.window);
+    }
+    opt_.delay = config.emulation.delay;
+    count = config.wan_streams;
+  }
+  peer_ = describe(addr_) + " (region '" + remote_region + "')";
+  const std::uint64_t conn_id = random_u64();
+  for (int i = 0; i < count; ++i) {
+    Out o;
+    o.fd = start_connect(addr_, len, opt_.striped ? config.socket_buffer : 0);
+    Hello& h = o.hello;
+    h.magic = Hello::kMagic;
+    h.version = Hello::kVersion;
+    h.flags = static_cast<std::uint16_t>((opt_.checksum ? kChecksum : 0) | (opt_.acks ? kAcks : 0));
+    h.stream_index = static_cast<std::uint16_t>(i);
+    h.stream_count = static_cast<std::uint16_t>(count);
+    h.listen_nonce = handle.nonce;
+    h.conn_id = conn_id;
+    h.region_hash = region_hash(config.region);
+    std::strncpy(h.region, config.region.c_str(), sizeof h.region - 1);
+    streams_.push_back(std::move(o));
+  }
+  log::info("connecting to %s: %s, %d stream(s)", peer_.c_str(),
+            opt_.striped ? "striped (another region)" : "direct (same region)", count);
+}
+
+std::unique_ptr<SendComm> Connector::step() {
+  bool ready = true;
+  for (Out& o : streams_) {
+    if (!o.connected) o.connected = connect_finished(o.fd.get());
+    if (o.connected && o.written < sizeof(Hello)) {
+      const iovec iov{reinterpret_cast<char*>(&o.hello) + o.written, sizeof(Hello) - o.written};
+      o.written += send_some(o.fd.get(), &iov, 1);
+    }
+    ready &= o.written == sizeof(Hello);
+  }
+  if (!ready) {
+    if (std::chrono::steady_clock::now() > deadline_)
+      system_failure("connecting to " + peer_ + " timed out (STRATA_NET_CONNECT_TIMEOUT_S)");
+    return nullptr;
+  }
+  std::vector<Fd> fds;
+  for (Out& o : streams_) fds.push_back(std::move(o.fd));
+  log::info("connected to %s", peer_.c_str());
+  return std::make_unique<SendComm>(std::move(fds), opt_, peer_);
+}
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Connector>> live;
+  std::uint64_t next_id = 1;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: NCCL threads may outlive statics
+  return *r;
+}
+
+}  // namespace
+
+std::unique_ptr<SendComm> connect_step(ListenHandle& handle, const Config& config) {
+  Registry& reg = registry();
+  Connector* c = nullptr;
+  if (handle.connect_id != 0) {
+    std::lock_guard lock(reg.mu);
+    auto it = reg.live.find(handle.connect_id);
+    if (it == reg.live.end() || it->second->nonce() != handle.nonce)
+      misuse("connect called again with a handle whose connection is unknown or finished");
+    c = it->second.get();
+  } else {
+    auto fresh = std::make_unique<Connector>(handle, config);
+    std::lock_guard lock(reg.mu);
+    handle.connect_id = reg.next_id++;
+    c = fresh.get();
+    reg.live.emplace(handle.connect_id, std::move(fresh));
+  }
+  // One handle is driven by one thread at a time, so the step needs no lock; a failure
+  // or a finished comm removes the entry, and the handle is reset for a clean retry.
+  std::unique_ptr<SendComm> comm;
+  try {
+    comm = c->step();
+  } catch (...) {
+    std::lock_guard lock(reg.mu);
+    reg.live.erase(handle.connect_id);
+    handle.connect_id = 0;
+    throw;
+  }
+  if (comm) {
+    std::lock_guard lock(reg.mu);
+    reg.live.erase(handle.connect_id);
+    handle.connect_id = 0;
+  }
+  return comm;
+}
+
+}  // namespace strata::nccl_net

@@ -1,0 +1,71 @@
+// What travels out of band and at connection time.
+//
+// ListenHandle fills NCCL's opaque connection handle (128 bytes, copied by NCCL's
+// bootstrap from the listening rank to the connecting one): where to connect, a nonce
+// naming the listener, and the listener's region, from which the connecting side picks
+// the direct or the striped path. NCCL calls connect again and again with the same
+// handle buffer until it returns a comm, so the connecting side keeps the id of its
+// in-progress state in `connect_id` (zero as sent).
+//
+// Hello is the first 64 bytes on every stream of a connection: which listener it is
+// for, which connection and stream it belongs to, and how the data will be framed.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <string>
+
+#include "nccl_abi.hpp"
+
+namespace strata::nccl_net {
+
+struct ListenHandle {
+  static constexpr std::uint32_t kMagic = 0x4C525453;  // "STRL"
+  static constexpr std::uint16_t kVersion = 1;
+  std::uint32_t magic;
+  std::uint16_t version;
+  std::uint16_t family;  // AF_INET or AF_INET6
+  std::uint16_t port;
+  std::uint16_t reserved0;
+  std::uint32_t reserved1;
+  unsigned char addr[16];
+  std::uint64_t nonce;
+  std::uint64_t connect_id;  // the connecting side's progress, see above
+  std::uint64_t region_hash;
+  char region[72];  // for logs; truncated, NUL-terminated
+};
+static_assert(sizeof(ListenHandle) <= abi::kHandleMaxSize);
+
+enum HelloFlags : std::uint16_t {
+  kChecksum = 1,  // frames carry a CRC32C of their payload that the receiver checks
+  kAcks = 2,      // the receiver acknowledges frames on each stream
+};
+
+struct Hello {
+  static constexpr std::uint32_t kMagic = 0x48525453;  // "STRH"
+  static constexpr std::uint16_t kVersion = 1;
+  std::uint32_t magic;
+  std::uint16_t version;
+  std::uint16_t flags;
+  std::uint16_t stream_index;
+  std::uint16_t stream_count;
+  std::uint32_t reserved;
+  std::uint64_t listen_nonce;
+  std::uint64_t conn_id;  // groups the streams of one connection
+  std::uint64_t region_hash;
+  char region[24];  // for logs
+};
+static_assert(sizeof(Hello) == 64);
+
+std::uint64_t region_hash(const std::string& region);
+std::uint64_t random_u64();
+
+// Listener address into a handle; the handle's address back as a socket address.
+ListenHandle make_handle(const sockaddr_storage& addr, std::uint16_t port, std::uint64_t nonce,
+                         const std::string& region);
+// Throws NetError(invalid_argument) for a handle this plugin did not write.
+void check_handle(const ListenHandle& h);
+socklen_t handle_address(const ListenHandle& h, sockaddr_storage* out);
+
+}  // namespace strata::nccl_net

@@ -1,0 +1,158 @@
+#include "socket.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "errors.hpp"
+
+namespace strata::nccl_net {
+
+namespace {
+
+[[noreturn]] void fail(const char* what, int err) {
+  // A reset or broken pipe means the peer is gone; anything else is local.
+  const abi::Result code =
+      (err == ECONNRESET || err == EPIPE || err == ECONNREFUSED) ? abi::remote_error : abi::system_error;
+  throw NetError(code, std::string(what) + ": " + std::strerror(err));
+}
+
+Fd make_socket(int family) {
+  Fd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) fail("socket", errno);
+  return fd;
+}
+
+}  // namespace
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string describe(const sockaddr_storage& addr) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+Fd listen_on(const sockaddr_storage& addr, socklen_t len, std::uint16_t* port) {
+  Fd fd = make_socket(addr.ss_family);
+  sockaddr_storage bind_addr = addr;
+  if (bind_addr.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&bind_addr)->sin_port = 0;
+  else
+    reinterpret_cast<sockaddr_in6*>(&bind_addr)->sin6_port = 0;
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&bind_addr), len) != 0)
+    fail(("bind " + describe(bind_addr)).c_str(), errno);
+  if (::listen(fd.get(), SOMAXCONN) != 0) fail("listen", errno);
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof bound;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0)
+    fail("getsockname", errno);
+  *port = bound.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port)
+                                     : ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+  return fd;
+}
+
+Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer) {
+  Fd fd = make_socket(addr.ss_family);
+  set_nodelay(fd.get());
+  // Before connect, so the window scale negotiated in the handshake allows the buffer.
+  if (buffer > 0) set_buffers(fd.get(), buffer);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0 && errno != EINPROGRESS)
+    fail(("connect " + describe(addr)).c_str(), errno);
+  return fd;
+}
+
+bool connect_finished(int fd) {
+  // A second connect() reports the state without waiting: EISCONN once established.
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0) return true;
+  int err = 0;
+  socklen_t err_len = sizeof err;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0) fail("getsockopt", errno);
+  if (err != 0 && err != EINPROGRESS && err != EALREADY) fail("connect", err);
+  return false;
+}
+
+Fd accept_one(int listen_fd) {
+  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0) {
+    set_nodelay(fd);
+    return Fd(fd);
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return Fd();
+  fail("accept", errno);
+}
+
+void set_nodelay(int fd) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+void set_buffers(int fd, int bytes) {
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
+bool ready(int fd, short events) {
+  pollfd p{fd, events, 0};
+  return ::poll(&p, 1, 0) > 0;  // errors and hang-ups count: the next call reports them
+}
+
+std::size_t send_some(int fd, const iovec* iov, int count) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<std::size_t>(count);
+  for (;;) {
+    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    fail("send", errno);
+  }
+}
+
+std::size_t recv_some(int fd, void* buf, std::size_t n, bool* eof) {
+  *eof = false;
+  if (n == 0) return 0;
+  for (;;) {
+    const ssize_t got = ::recv(fd, buf, std::min<std::size_t>(n, INT_MAX), MSG_DONTWAIT);
+    if (got > 0) return static_cast<std::size_t>(got);
+    if (got == 0) {
+      *eof = true;
+      return 0;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    fail("recv", errno);
+  }
+}
+
+}  // namespace strata::nccl_net

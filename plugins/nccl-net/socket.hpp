@@ -1,0 +1,57 @@
+// Non-blocking TCP sockets with an owning descriptor. Nothing here ever blocks: NCCL's
+// proxy threads call connect/accept/test in a loop and must get control back at once.
+// Every send uses MSG_NOSIGNAL, so a peer that vanished is an error code, not a SIGPIPE
+// killing the application.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace strata::nccl_net {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string describe(const sockaddr_storage& addr);
+
+// Bound to `addr` with an ephemeral port, listening; the chosen port goes to *port.
+Fd listen_on(const sockaddr_storage& addr, socklen_t len, std::uint16_t* port);
+// A connect in progress (or done). buffer > 0 sets SO_SNDBUF/SO_RCVBUF first.
+Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer);
+// True once connected; false while in progress; throws if the connect failed.
+bool connect_finished(int fd);
+// One pending connection, or an invalid Fd when there is none.
+Fd accept_one(int listen_fd);
+
+void set_nodelay(int fd);
+void set_buffers(int fd, int bytes);
+
+// Whether the socket is readable (POLLIN) or writable (POLLOUT) now. poll() reads the
+// socket state without taking the socket lock, unlike a recv/send that would fail with
+// EAGAIN; a progress loop that spins on an idle socket thus stays out of the way of
+// the kernel delivering into it.
+bool ready(int fd, short events);
+
+// Bytes written (0 if the socket is full). Throws NetError on failure.
+std::size_t send_some(int fd, const iovec* iov, int count);
+// Bytes read (0 if nothing is there); *eof set when the peer closed. Throws on failure.
+std::size_t recv_some(int fd, void* buf, std::size_t n, bool* eof);
+
+}  // namespace strata::nccl_net

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Throughput of libnccl-net-strata.so as the harness drives it, beside raw TCP (iperf3)
+# measured in the same run.
+#
+#   tests/plugin/bench_plugin.sh loopback [ROUNDS]   4 MiB messages over 127.0.0.1, alternating
+#                                                    with iperf3 -c 127.0.0.1, ROUNDS times (3)
+#   tests/plugin/bench_plugin.sh wan [RATE]          two shaped regions (bench/wan/netns.sh up 2
+#                                                    RATE, default 200mbit; needs root), 25 ms
+#                                                    one-way delay emulated in the plugin, striped
+#                                                    path with 1 and with 8 streams; the
+#                                                    namespaces are always torn down at exit
+#
+# Environment: BUILD (default build), SECONDS_PER_RUN (5 loopback, 10 wan), WINDOW (8).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+HARNESS=$BUILD/tests/plugin/strata-plugin-harness
+PLUGIN=$BUILD/plugins/nccl-net/libnccl-net-strata.so
+WINDOW=${WINDOW:-8}
+[[ -x $HARNESS && -f $PLUGIN ]] || { echo "build first: cmake --build --preset default" >&2; exit 1; }
+command -v iperf3 >/dev/null || { echo "iperf3 not found" >&2; exit 1; }
+
+gbits() { sed -n 's/.* (\([0-9.]*\) MB\/s).*/\1/p' | awk '{printf "%.4f\n", $1 * 8 / 1000}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+iperf_gbits() {  # iperf_gbits NS_CLIENT NS_SERVER ADDR SECONDS
+  local client=() server=() port=$((5300 + RANDOM % 500))
+  [[ -n $1 ]] && client=(ip netns exec "$1")
+  [[ -n $2 ]] && server=(ip netns exec "$2")
+  timeout $(($4 + 20)) "${server[@]}" iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
+  local spid=$!
+  sleep 0.5
+  timeout $(($4 + 15)) "${client[@]}" iperf3 -c "$3" -p "$port" -t "$4" -J |
+    python3 -c 'import json,sys; print("%.4f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9))'
+  wait "$spid" 2>/dev/null || true
+}
+
+loopback() {
+  local rounds=${1:-3} secs=${SECONDS_PER_RUN:-5} p=() t=() x y
+  for ((i = 1; i <= rounds; i++)); do
+    x=$("$HARNESS" --plugin "$PLUGIN" --version 11 --case bench --if lo --size 4194304 \
+          --window "$WINDOW" --seconds "$secs" 2>/dev/null | grep '^bench' | gbits)
+    y=$(iperf_gbits "" "" 127.0.0.1 "$secs")
+    printf 'round %d: plugin %6.2f Gbit/s   iperf3 %6.2f Gbit/s   ratio %.2f\n' "$i" "$x" "$y" \
+      "$(python3 -c "print($x/$y)")"
+    p+=("$x"); t+=("$y")
+  done
+  x=$(printf '%s\n' "${p[@]}" | median); y=$(printf '%s\n' "${t[@]}" | median)
+  printf 'median:  plugin %6.2f Gbit/s   iperf3 %6.2f Gbit/s   ratio %.2f\n' "$x" "$y" \
+    "$(python3 -c "print($x/$y)")"
+}
+
+wan() {
+  local rate=${1:-200mbit} secs=${SECONDS_PER_RUN:-10}
+  [[ $(id -u) -eq 0 ]] || { echo "wan mode needs root (network namespaces)" >&2; exit 1; }
+  trap '"$ROOT/bench/wan/netns.sh" down >/dev/null 2>&1 || true' EXIT INT TERM
+  "$ROOT/bench/wan/netns.sh" up 2 "$rate" >/dev/null
+  local b
+  b=$(iperf_gbits strata-r0 strata-r1 10.77.0.2 "$secs")
+  printf 'iperf3 r0 -> r1 (one TCP flow, shaped %s): %.1f Mbit/s\n' "$rate" \
+    "$(python3 -c "print($b*1000)")"
+  run() {  # run LABEL REGION1 STREAMS EMULATE
+    local out
+    out=$("$HARNESS" --plugin "$PLUGIN" --version 11 --case bench --netns strata-r0,strata-r1 \
+            --regions r0,"$2" --size 4194304 --window "$WINDOW" --seconds "$secs" \
+            --env STRATA_WAN_STREAMS="$3" --env STRATA_WAN_EMULATE="$4" 2>/dev/null | grep '^bench')
+    printf '%-44s %8.1f Mbit/s\n' "$1" "$(python3 -c "print($(echo "$out" | gbits)*1000)")"
+  }
+  run "direct (same region), no delay" r0 1 ""
+  run "striped, 1 stream, delay 25ms window 256k" r1 1 "delay=25ms,window=256k"
+  run "striped, 8 streams, delay 25ms window 256k" r1 8 "delay=25ms,window=256k"
+  run "striped, 1 stream, delay 25ms window 4m" r1 1 "delay=25ms,window=4m"
+  run "striped, 8 streams, delay 25ms window 4m" r1 8 "delay=25ms,window=4m"
+}
+
+case ${1:-} in
+  loopback) shift; loopback "$@" ;;
+  wan) shift; wan "$@" ;;
+  *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
