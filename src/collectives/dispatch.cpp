@@ -1,11 +1,47 @@
 #include "collectives/dispatch.hpp"
 
-#include "collectives/algorithms.hpp"
 #include "collectives/registry.hpp"
 #include "core/config.hpp"
 #include "strata/errors.hpp"
+#include "topology/selector.hpp"
 
 namespace strata::collectives {
+
+namespace {
+
+thread_local const topology::Selector* current_selector = nullptr;
+
+}  // namespace
+
+const Algorithm& threshold_algorithm(const CollArgs& a) {
+  static const std::size_t small = static_cast<std::size_t>(config::get_int("small_bytes"));
+  const bool is_small = a.count * dtype_size(a.dtype) <= small;
+  switch (a.kind) {
+    case CollectiveKind::allreduce:
+      return algorithm(is_small ? AlgorithmId::recursive_doubling : AlgorithmId::ring);
+    case CollectiveKind::broadcast:
+      return algorithm(is_small ? AlgorithmId::binomial : AlgorithmId::chain);
+    case CollectiveKind::reduce:
+      return algorithm(is_small ? AlgorithmId::binomial : AlgorithmId::ring);
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::allgather:
+      return algorithm(AlgorithmId::ring);
+    case CollectiveKind::barrier:
+      return algorithm(AlgorithmId::dissemination);
+    default:
+      throw InvalidArgument(std::string("not a collective: ") + to_string(a.kind));
+  }
+}
+
+SelectorScope::SelectorScope(const topology::Selector* s) : previous_(current_selector) { current_selector = s; }
+SelectorScope::~SelectorScope() { current_selector = previous_; }
+
+const Algorithm& default_algorithm(const Group& g, const CollArgs& a) {
+  if (a.kind != CollectiveKind::barrier && a.kind > CollectiveKind::reduce)
+    throw InvalidArgument(std::string("not a collective: ") + to_string(a.kind));
+  if (current_selector) return current_selector->choose(a.kind, a.dtype, a.count, g);
+  return threshold_algorithm(a);
+}
 
 void run_collective(Context& ctx, const Group& g, const CollArgs& a) {
   if (a.algorithm) {
@@ -18,27 +54,7 @@ void run_collective(Context& ctx, const Group& g, const CollArgs& a) {
                             algorithm_names(a.kind, a.dtype, a.count, g.size()) + ")");
     return a.algorithm->run(ctx, g, a);
   }
-  static const std::size_t small = static_cast<std::size_t>(config::get_int("small_bytes"));
-  const std::size_t bytes = a.count * dtype_size(a.dtype);
-  switch (a.kind) {
-    case CollectiveKind::allreduce:
-      if (bytes <= small) return recursive_doubling_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
-      return ring_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
-    case CollectiveKind::reduce_scatter:
-      return ring_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
-    case CollectiveKind::allgather:
-      return ring_allgather(ctx, g, a.send, a.recv, a.count, a.dtype);
-    case CollectiveKind::broadcast:
-      if (bytes <= small) return binomial_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
-      return chain_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
-    case CollectiveKind::reduce:
-      if (bytes <= small) return binomial_reduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op, a.root);
-      return ring_reduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op, a.root);
-    case CollectiveKind::barrier:
-      return dissemination_barrier(ctx, g);
-    default:
-      throw InvalidArgument(std::string("not a collective: ") + to_string(a.kind));
-  }
+  default_algorithm(g, a).run(ctx, g, a);
 }
 
 }  // namespace strata::collectives

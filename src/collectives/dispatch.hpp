@@ -1,6 +1,6 @@
 // Picks the flat algorithm for one collective over one group and runs it: the one the
-// call names, else the default. This is where the cost-model selector plugs in; today
-// the default is a single size threshold.
+// call names, else the selector's choice (topology/selector.hpp) for the group's links
+// and the message size.
 #pragma once
 
 #include <optional>
@@ -8,6 +8,10 @@
 #include "collectives/context.hpp"
 #include "strata/compression.hpp"
 #include "strata/types.hpp"
+
+namespace strata::topology {
+class Selector;
+}
 
 namespace strata::collectives {
 
@@ -28,5 +32,27 @@ struct CollArgs {
 };
 
 void run_collective(Context& ctx, const Group& g, const CollArgs& a);
+
+// The selector run_collective consults on this thread while the scope lives. Plans
+// build the CollArgs of their per-level calls themselves; the communicator installs its
+// selector around each operation so those calls are chosen for their level's links too.
+// Without one (code driving the algorithms directly) the choice is the fixed size
+// threshold the selector replaced: STRATA_SMALL_BYTES.
+class SelectorScope {
+ public:
+  explicit SelectorScope(const topology::Selector* s);
+  ~SelectorScope();
+  SelectorScope(const SelectorScope&) = delete;
+  SelectorScope& operator=(const SelectorScope&) = delete;
+
+ private:
+  const topology::Selector* previous_;
+};
+
+// The algorithm run_collective runs for a call that names none, over g.
+const Algorithm& default_algorithm(const Group& g, const CollArgs& a);
+// The fixed rule the selector replaced (log(p)-step algorithms up to STRATA_SMALL_BYTES,
+// rings and chains above): the choice outside a SelectorScope, and strata-plan's baseline.
+const Algorithm& threshold_algorithm(const CollArgs& a);
 
 }  // namespace strata::collectives

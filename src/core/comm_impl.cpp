@@ -51,6 +51,18 @@ std::string absent_ranks(const std::string& msg) {
   return ranks;
 }
 
+// " (algorithm ring here, double_tree there)" when only the algorithms differ, which the
+// descriptions do not show.
+std::string algorithm_difference(const Fingerprint& mine, const Fingerprint& theirs) {
+  if (mine.algorithm == theirs.algorithm) return "";
+  auto name = [](std::uint8_t id) -> std::string {
+    const auto all = collectives::algorithms();
+    return id == 0 || id > all.size() ? "automatic" : all[id - 1u].name;
+  };
+  return " (algorithm " + name(mine.algorithm) + " here, " + name(theirs.algorithm) +
+         " there: different CallOptions::algorithm or STRATA_ALGO)";
+}
+
 }  // namespace
 
 CommImpl::CommImpl(const Setup& s)
@@ -142,11 +154,51 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
   keys.clear();
   for (int r = 0; r < size_; ++r) keys.push_back("ready/" + std::to_string(r));
   store.get(keys, deadline);
+  build_selector(store, deadline);
+}
+
+void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadline) {
+  configure_spin();  // probes wait for round trips the way collectives wait for messages
+  topology::ProbeInputs in;
+  in.rank = rank_;
+  in.size = size_;
+  in.localities = &localities_;
+  in.transport = transport_.get();
+  in.store = &store;
+  in.deadline = deadline;
+  in.file = topo_file_ ? &*topo_file_ : nullptr;
+  // What else changes the figures of the same ranks: the fabric and the WAN link's shape.
+  in.cache_key = std::string("transport=") + transport_->name() + " wan_link=" + config::get_string("wan_link") +
+                 " wan_streams=" + config::get_string("wan_streams") + " wan_emulate=" + config::get_string("wan_emulate");
+  auto figures = topology::agree_figures(in, &probe_report_);
+  selector_ = std::make_unique<topology::Selector>(
+      std::move(figures), localities_, topology::parse_algorithm_rules(config::get_string("algo"), "STRATA_ALGO", true));
+  world_ = collectives::Group::world(rank_, size_);
+  selector_->add_group(world_);
+  if (plan_)
+    for (const auto& g : plan_->mine) selector_->add_group(g);
+  if (rank_ == 0 && log::enabled(log::Level::info)) {
+    const auto& f = selector_->figures();
+    std::string s = "link figures (" +
+                    std::string(probe_report_.how == topology::ProbeReport::How::probed   ? "probed"
+                                : probe_report_.how == topology::ProbeReport::How::cached ? "cached"
+                                                                                           : "not probed: ") +
+                    (probe_report_.how == topology::ProbeReport::How::skipped ? probe_report_.why : "") + ", " +
+                    std::to_string(probe_report_.seconds * 1e3) + " ms):";
+    for (int c = 0; c < topology::kLinkClasses; ++c) {
+      const auto& l = f.link[c];
+      s += std::string(" ") + topology::to_string(static_cast<topology::LinkClass>(c)) + " alpha " +
+           std::to_string(l.cost.alpha * 1e6) + " us beta " + std::to_string(l.cost.beta * 1e9) + " ns/B gap " +
+           std::to_string(l.cost.gap * 1e6) + " us (" + topology::to_string(l.source) + ");";
+    }
+    s += " gamma " + std::to_string(f.gamma * 1e9) + " ns/B";
+    log::info(s);
+  }
 }
 
 void CommImpl::plan_levels() {
-  if (auto topo = topology::load_topology_from_env(size_))
-    localities_ = topology::apply_placements(*topo, std::move(localities_));
+  topo_file_ = topology::load_topology_from_env(size_);
+  if (topo_file_) localities_ = topology::apply_placements(*topo_file_, std::move(localities_));
   plan_ = hierarchy::make_plan(localities_, rank_, hierarchy::parse_choice(config::get_string("algo")));
   if (plan_ && rank_ == 0) log::info(plan_->describe());
 }
@@ -206,8 +258,13 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) 
   fp.op = a.op;
   fp.root = a.root;
   if (a.compression) fp.compression = quant::compression_hash(*a.compression);
-  if (a.algorithm) fp.algorithm = static_cast<std::uint8_t>(static_cast<int>(a.algorithm->id) + 1);
-  auto work = engine_->submit([this, fp, a, timeout]() -> std::optional<Pending> {
+  collectives::CollArgs args = a;
+  // A flat communicator settles the selector's choice now, so it travels in the
+  // fingerprint: ranks that would pick differently (a different STRATA_ALGO) get a
+  // MismatchError instead of messages that do not fit.
+  if (!args.algorithm && !plan_) args.algorithm = &selector_->choose(a.kind, a.dtype, a.count, world_);
+  if (args.algorithm) fp.algorithm = static_cast<std::uint8_t>(static_cast<int>(args.algorithm->id) + 1);
+  auto work = engine_->submit([this, fp, a = std::move(args), timeout]() -> std::optional<Pending> {
     check_usable();
     run_collective(fp, a, timeout);
     return std::nullopt;
@@ -242,10 +299,12 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
       if (std::memcmp(&theirs, &expect, sizeof expect) != 0)
         throw MismatchError("collective mismatch: rank " + std::to_string(rank_) + " called " +
                             fp.describe() + " but rank " + std::to_string(prev) + " called " +
-                            theirs.describe());
+                            theirs.describe() + algorithm_difference(fp, theirs));
     };
   }
   collectives::Context ctx(params);
+  // Plans' per-level calls pick their algorithms with this communicator's selector.
+  const collectives::SelectorScope selector_scope(selector_.get());
   try {
     const auto world = collectives::Group::world(rank_, size_);
     if (a.compression && a.compression->scope == Compression::Scope::everywhere) {

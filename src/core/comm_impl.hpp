@@ -18,6 +18,9 @@
 #include "hierarchy/plan.hpp"
 #include "quant/error_feedback.hpp"
 #include "strata/communicator.hpp"
+#include "topology/probe.hpp"
+#include "topology/selector.hpp"
+#include "topology/topology_file.hpp"
 #include "transport/transport.hpp"
 
 namespace strata::detail {
@@ -52,6 +55,13 @@ class CommImpl {
   // Runs f on the error-feedback store between collectives (it is the engine's).
   void with_feedback(const std::function<void(quant::ErrorFeedback&)>& f);
 
+  // The algorithm selector every rank built from the same probed figures, and how this
+  // rank came by them (tests, strata-plan).
+  const topology::Selector& selector() const { return *selector_; }
+  const topology::ProbeReport& probe_report() const { return probe_report_; }
+  // The hierarchical plan, if the communicator runs one.
+  const std::optional<hierarchy::Plan>& plan() const { return plan_; }
+
  private:
   void bootstrap(const Setup& s, transport::Clock::time_point deadline);
   void run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
@@ -59,6 +69,8 @@ class CommImpl {
   void check_usable() const;
   void configure_spin();
   void plan_levels();  // topology file, then the hierarchical plan's groups if any
+  // Probes the links (or reads the cache) and builds the selector; collective.
+  void build_selector(bootstrap::Store& store, transport::Clock::time_point deadline);
   void on_error(const std::exception_ptr& e);
 
   int rank_;
@@ -71,6 +83,10 @@ class CommImpl {
   std::unique_ptr<transport::Transport> transport_;
   collectives::Scratch scratch_;
   std::optional<hierarchy::Plan> plan_;  // none: flat algorithms only
+  std::optional<topology::TopologyFile> topo_file_;  // STRATA_TOPO_FILE
+  std::unique_ptr<topology::Selector> selector_;
+  topology::ProbeReport probe_report_;
+  collectives::Group world_;
   Compression default_compression_;      // STRATA_COMPRESS
   quant::ErrorFeedback feedback_;        // engine thread only
 

@@ -11,6 +11,7 @@
 #include "core/unique_id.hpp"
 #include "quant/compression.hpp"
 #include "strata/errors.hpp"
+#include "topology/algorithm_rules.hpp"
 
 namespace strata {
 
@@ -48,17 +49,15 @@ struct Checker {
       fail(std::string(name) + " is not aligned to its " + std::to_string(dtype_size(dt)) +
            "-byte elements");
   }
-  // CallOptions::algorithm: a registered name that implements this collective here.
+  // CallOptions::algorithm: rules of the override grammar (topology/algorithm_rules.hpp),
+  // a registered name being the simplest; the one matching this call must implement it.
   const collectives::Algorithm* algorithm(const CallOptions& o, CollectiveKind kind, DataType dt,
                                           std::size_t count, int size) const {
-    if (o.algorithm.empty()) return nullptr;
-    const auto* a = collectives::find_algorithm(o.algorithm);
-    if (!a) fail("unknown algorithm '" + o.algorithm + "' (valid: " + collectives::algorithm_names() + ")");
-    if (!a->supports(kind, dt, count, size))
-      fail("algorithm '" + o.algorithm + "' does not support " + to_string(kind) + " of " + to_string(dt) +
-           " over " + std::to_string(size) + " ranks (valid: " +
-           collectives::algorithm_names(kind, dt, count, size) + ")");
-    return a;
+    try {
+      return topology::resolve_call_algorithm(o.algorithm, kind, dt, count, size);
+    } catch (const InvalidArgument& e) {
+      fail(e.what());
+    }
   }
   void rank_arg(int r, int size, const char* name) const {
     if (r < 0 || r >= size)

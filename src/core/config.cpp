@@ -32,8 +32,21 @@ const std::vector<Setting>& registry() {
        "Pipeline chunk of ring algorithms: a ring step forwards a chunk as soon as it is "
        "reduced, so smaller chunks overlap more and cost more messages."},
       {"small_bytes", "STRATA_SMALL_BYTES", Type::integer, "65536",
-       "Up to this many bytes, allreduce, broadcast and reduce use latency-optimal "
-       "log(p)-step algorithms instead of the ring."},
+       "Up to this many bytes, split-rail plans run a whole allreduce (or broadcast) per "
+       "level instead of their pipeline; without a communicator's selector, also the size "
+       "below which log(p)-step algorithms replace the ring."},
+      {"probe", "STRATA_PROBE", Type::integer, "1",
+       "1: at creation, one pair of ranks per link class (same host, hosts of a region, each "
+       "pair of regions) ping-pongs 8 B and 1 MiB, and fans 8 B out to its hosts' other ranks, "
+       "measuring latency, bandwidth and per-message gap for the cost model; 0: built-in "
+       "figures (and the topology file's)."},
+      {"probe_ms", "STRATA_PROBE_MS", Type::integer, "200",
+       "Time budget in milliseconds of link probing, shared by all probed pairs; a slow link "
+       "gets fewer round trips, and no large one when the small ones used half its share."},
+      {"probe_cache_s", "STRATA_PROBE_CACHE_S", Type::integer, "3600",
+       "Rank 0 keeps probed figures in $XDG_CACHE_HOME/strata (else /tmp/strata-cache-UID), "
+       "keyed by the ranks' places and the fabric; younger than this many seconds, they are "
+       "reused instead of probing again. 0: always probe."},
       {"segment_bytes", "STRATA_SEGMENT_BYTES", Type::integer, "4194304",
        "Segment of the hierarchical allreduce's pipeline: while one segment crosses the "
        "WAN the next is reduced inside the region. Smaller starts the WAN sooner."},

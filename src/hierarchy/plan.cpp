@@ -4,6 +4,7 @@
 #include <set>
 
 #include "strata/errors.hpp"
+#include "topology/algorithm_rules.hpp"
 
 namespace strata::hierarchy {
 
@@ -27,10 +28,14 @@ std::string Plan::describe() const {
 }
 
 Choice parse_choice(const std::string& v) {
-  if (v == "auto") return Choice::automatic;
-  if (v == "hier") return Choice::hierarchical;
-  if (v == "flat") return Choice::flat;
-  throw InvalidArgument("STRATA_ALGO='" + v + "' is not one of auto, hier, flat");
+  // STRATA_ALGO is the override grammar (topology/algorithm_rules.hpp); its plan word,
+  // if any, is the hierarchy's business and the algorithm rules the selector's.
+  const auto rules = topology::parse_algorithm_rules(v, "STRATA_ALGO", true);
+  switch (rules.plan.value_or(topology::PlanChoice::automatic)) {
+    case topology::PlanChoice::hierarchical: return Choice::hierarchical;
+    case topology::PlanChoice::flat: return Choice::flat;
+    default: return Choice::automatic;
+  }
 }
 
 std::optional<Plan> make_plan(const std::vector<Locality>& localities, int rank, Choice choice) {

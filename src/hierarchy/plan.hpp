@@ -36,9 +36,10 @@ struct Plan {
   std::string describe() const;  // one line for logs
 };
 
-// STRATA_ALGO as the hierarchy sees it.
+// STRATA_ALGO as the hierarchy sees it: the plan word among its rules (auto when none);
+// throws InvalidArgument naming STRATA_ALGO and the token that does not parse.
 enum class Choice { automatic, hierarchical, flat };
-Choice parse_choice(const std::string& value);  // throws InvalidArgument naming STRATA_ALGO
+Choice parse_choice(const std::string& value);
 
 // The plan for `rank`, or nothing when the flat algorithms should run: ranks all in one
 // region, or Choice::flat. Choice::hierarchical on a single region is an InvalidArgument.

@@ -1,0 +1,577 @@
+#include "topology/probe.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "collectives/reduce_kernels.hpp"
+#include "core/config.hpp"
+#include "core/log.hpp"
+#include "strata/errors.hpp"
+#include "transport/tags.hpp"
+
+namespace strata::topology {
+
+namespace {
+
+using transport::Clock;
+using Seconds = std::chrono::duration<double>;
+
+constexpr std::size_t kSmall = 8;          // bytes: the flag word alone, so α
+constexpr std::size_t kLarge = 1 << 20;    // bytes: enough that β dominates on every link
+constexpr int kMaxSmall = 200, kMaxLarge = 16;
+// A burst: this many small messages posted at once, each answered.
+constexpr int kBurst = 8;
+// The first word of every probe message: whether the responder answers it or stops.
+constexpr std::uint64_t kStop = 0, kEcho = 1;
+// Past this many region pairs, only region 0's are probed (see probe_pairs).
+constexpr int kMaxWanPairs = 28;
+
+std::string host_path(const Locality& l) { return l.region + "\n" + l.cluster + "\n" + l.rack + "\n" + l.host; }
+
+// Probe messages use collective tags with sequence numbers counted down from the top:
+// they are all consumed before the communicator runs its first collective, whose
+// numbers start at 0.
+transport::Tag probe_tag(std::size_t pair_index, transport::Channel ch = transport::Channel::data) {
+  return transport::collective_tag(transport::kSeqMask - pair_index, ch);
+}
+// The fan-out phase of a session (below) runs on its own channel.
+constexpr transport::Channel kFanOut = transport::Channel::data2;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void wait_or_throw(transport::Transport& t, const transport::RequestPtr& r, Clock::time_point deadline,
+                   int peer) {
+  if (!transport::wait(t, r, deadline))
+    throw TimeoutError("link probing on rank " + std::to_string(t.rank()) + ": rank " + std::to_string(peer) +
+                       " did not answer before the communicator's creation deadline (STRATA_TIMEOUT_S)");
+}
+
+// `count` round trips of `bytes` from the initiator, all posted at once, the responder
+// answering each in turn; returns the seconds until the last answer. With count 1 a plain
+// ping-pong; with more, each further message adds one trip through both ranks' stacks.
+double round_trip(transport::Transport& t, int peer, transport::Tag tag, std::vector<char>& out,
+                  std::vector<char>& in, std::size_t bytes, Clock::time_point deadline, int count = 1) {
+  std::memcpy(out.data(), &kEcho, sizeof kEcho);
+  const auto start = Clock::now();
+  std::vector<transport::RequestPtr> recvs, sends;
+  // Small answers land side by side; a large one has the buffer to itself (count is 1).
+  for (int i = 0; i < count; ++i)
+    recvs.push_back(t.irecv(peer, tag, in.data() + static_cast<std::size_t>(i) * kSmall,
+                            in.size() - static_cast<std::size_t>(i) * kSmall));
+  for (int i = 0; i < count; ++i) sends.push_back(t.isend(peer, tag, out.data(), bytes));
+  for (const auto& s : sends) wait_or_throw(t, s, deadline, peer);
+  for (const auto& r : recvs) wait_or_throw(t, r, deadline, peer);
+  return Seconds(Clock::now() - start).count();
+}
+
+PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t index, Seconds budget,
+                    Clock::time_point deadline) {
+  const auto tag = probe_tag(index);
+  std::vector<char> out(kLarge, 0), in(kLarge, 0);
+  const auto start = Clock::now();
+  auto elapsed = [&] { return Seconds(Clock::now() - start); };
+  std::vector<double> small, large;
+  // A first round trip that is quick next to the budget is a warm-up (connection setup,
+  // first page faults) and is dropped; on a slow link it is kept, since there may be no
+  // time for another.
+  auto warm_up = [&](std::vector<double>& into, std::size_t bytes) {
+    const double rtt = round_trip(t, p.to, tag, out, in, bytes, deadline);
+    if (rtt > budget.count() / 20) into.push_back(rtt);
+  };
+  warm_up(small, kSmall);
+  // Single messages and bursts in turn, so each burst is set against a single message
+  // sent under the same load: their difference is what the further messages added (the
+  // gap). A session of three ranks or more replaces it with a fan-out (agree_figures).
+  std::vector<double> extra;
+  while (static_cast<int>(small.size()) < kMaxSmall && (small.empty() || elapsed() < budget * 0.4)) {
+    const double one = round_trip(t, p.to, tag, out, in, kSmall, deadline);
+    small.push_back(one);
+    if (elapsed() < budget * 0.4)
+      extra.push_back(round_trip(t, p.to, tag, out, in, kSmall, deadline, kBurst) - one);
+  }
+  // The large message only while half the budget is left: on a link so slow that the
+  // small ones used it up, β keeps its built-in or file figure.
+  if (elapsed() < budget * 0.5) {
+    warm_up(large, kLarge);
+    while (static_cast<int>(large.size()) < kMaxLarge && (large.empty() || elapsed() < budget))
+      large.push_back(round_trip(t, p.to, tag, out, in, kLarge, deadline));
+  }
+  const double est_small = median(small);
+  std::memcpy(out.data(), &kStop, sizeof kStop);
+  wait_or_throw(t, t.isend(p.to, tag, out.data(), kSmall), deadline, p.to);
+
+  PairResult r;
+  r.pair = p;
+  r.small_iters = static_cast<int>(small.size());
+  r.large_iters = static_cast<int>(large.size());
+  r.cost.alpha = est_small / 2;
+  if (!extra.empty()) {
+    r.cost.gap = std::max(0.0, median(extra) / (kBurst - 1));
+    r.gap_measured = true;
+  }
+  if (!large.empty()) {
+    // One way: half the round trip, less the latency both sizes pay.
+    r.cost.beta = std::max(1e-13, (median(large) - est_small) / 2 / static_cast<double>(kLarge - kSmall));
+    r.beta_measured = true;
+  }
+  return r;
+}
+
+// Answers `from` on `tag` until it says stop.
+void respond(transport::Transport& t, int from, transport::Tag tag, Clock::time_point deadline) {
+  std::vector<char> buf(kLarge, 0);
+  for (;;) {
+    auto r = t.irecv(from, tag, buf.data(), buf.size());
+    wait_or_throw(t, r, deadline, from);
+    std::uint64_t flag = kStop;
+    std::memcpy(&flag, buf.data(), sizeof flag);
+    if (flag == kStop) return;
+    wait_or_throw(t, t.isend(from, tag, buf.data(), r->bytes()), deadline, from);
+  }
+}
+
+// The gap: a round trip to each of `peers` at once, as a direct or tree round posts its
+// messages, set against a round trip to the first peer alone just before it (the same
+// load on the host), the difference spread over the further peers; the median within
+// `budget`.
+double fan_out_gap(transport::Transport& t, const std::vector<int>& peers, transport::Tag tag, Seconds budget,
+                   Clock::time_point deadline) {
+  const std::size_t k = peers.size();
+  std::vector<char> in(k * kSmall, 0);
+  const auto start = Clock::now();
+  auto round = [&](std::size_t n) {
+    const auto t0 = Clock::now();
+    std::vector<transport::RequestPtr> reqs;
+    for (std::size_t i = 0; i < n; ++i) reqs.push_back(t.irecv(peers[i], tag, in.data() + i * kSmall, kSmall));
+    for (std::size_t i = 0; i < n; ++i) reqs.push_back(t.isend(peers[i], tag, &kEcho, sizeof kEcho));
+    for (std::size_t i = 0; i < reqs.size(); ++i) wait_or_throw(t, reqs[i], deadline, peers[i % n]);
+    return Seconds(Clock::now() - t0).count();
+  };
+  round(k);  // warm-up: the first message to a peer may set up its connection
+  std::vector<double> extra;
+  while (static_cast<int>(extra.size()) < kMaxSmall && (extra.empty() || Seconds(Clock::now() - start) < budget)) {
+    const double one = round(1);
+    extra.push_back((round(k) - one) / static_cast<double>(k - 1));
+  }
+  for (int peer : peers) wait_or_throw(t, t.isend(peer, tag, &kStop, sizeof kStop), deadline, peer);
+  return std::max(0.0, median(extra));
+}
+
+const char* class_word(LinkClass c) { return to_string(c); }
+
+std::optional<LinkClass> class_of_word(const std::string& w) {
+  for (int i = 0; i < kLinkClasses; ++i)
+    if (w == to_string(static_cast<LinkClass>(i))) return static_cast<LinkClass>(i);
+  return std::nullopt;
+}
+
+// ---- cache ---------------------------------------------------------------------
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/strata";
+  return "/tmp/strata-cache-" + std::to_string(::getuid());
+}
+
+std::string cache_path(const std::string& key) {
+  char name[40];
+  std::snprintf(name, sizeof name, "/probe-%016llx.txt", static_cast<unsigned long long>(fnv1a(key)));
+  return cache_dir() + name;
+}
+
+constexpr const char* kCacheMagic = "strata-probe 5";
+
+std::optional<Measured> read_cache(const std::string& path, const std::string& key, double max_age_s) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  if (std::difftime(std::time(nullptr), st.st_mtime) > max_age_s) return std::nullopt;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  // The whole key sits in the file, so a hash collision reads as a miss.
+  const std::string head = std::string(kCacheMagic) + "\n" + key + "\n";
+  if (s.compare(0, head.size(), head) != 0) return std::nullopt;
+  return parse_measured(s.substr(head.size()));
+}
+
+void write_cache(const std::string& path, const std::string& key, const Measured& m) {
+  const std::string dir = cache_dir();
+  ::mkdir(dir.c_str(), 0700);
+  // Written aside and renamed, so a concurrent reader sees the old file or the new one.
+  const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return;  // a cache is an optimisation: no directory, no cache
+    out << kCacheMagic << "\n" << key << "\n" << serialize(m);
+    if (!out) return;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+}
+
+// Everything that changes what probing would find: the ranks' places, the fabric and
+// the settings that shape it.
+std::string full_cache_key(const ProbeInputs& in) {
+  std::string k = "size=" + std::to_string(in.size) + " " + in.cache_key;
+  for (const auto& l : *in.localities) k += "\n" + l.region + "/" + l.cluster + "/" + l.rack + "/" + l.host;
+  return k;
+}
+
+std::string fmt(double v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+// Pairs a topology file already describes need no probing.
+bool file_covers(const TopologyFile* f, const ProbePair& p, const std::vector<std::string>& regions) {
+  if (!f) return false;
+  switch (p.cls) {
+    case LinkClass::shm: return f->host.has_value();
+    case LinkClass::net: return f->rack.has_value() || f->cluster.has_value();
+    case LinkClass::wan:
+      return f->wan_link(regions[static_cast<std::size_t>(p.region_a)], regions[static_cast<std::size_t>(p.region_b)]) !=
+             nullptr;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> region_order(const std::vector<Locality>& ls) {
+  std::vector<std::string> out;
+  for (const auto& l : ls)
+    if (std::find(out.begin(), out.end(), l.region) == out.end()) out.push_back(l.region);
+  return out;
+}
+
+std::vector<ProbePair> probe_pairs(const std::vector<Locality>& ls) {
+  std::vector<ProbePair> out;
+  const int n = static_cast<int>(ls.size());
+  auto ranks_on = [&](const std::string& host) {
+    std::vector<int> on;
+    for (int r = 0; r < n; ++r)
+      if (host_path(ls[static_cast<std::size_t>(r)]) == host) on.push_back(r);
+    return on;
+  };
+  // Same host: the two lowest ranks of the first host that has two; its others in pairs.
+  {
+    std::map<std::string, int> first;
+    for (int r = 0; r < n; ++r) {
+      auto [it, fresh] = first.try_emplace(host_path(ls[static_cast<std::size_t>(r)]), r);
+      if (!fresh) {
+        ProbePair p{LinkClass::shm, it->second, r};
+        const auto on = ranks_on(it->first);
+        for (std::size_t i = 2; i + 1 < on.size(); i += 2) p.companions.emplace_back(on[i], on[i + 1]);
+        out.push_back(std::move(p));
+        break;
+      }
+    }
+  }
+  // Hosts of one region: the lowest ranks of the first two hosts of the first region
+  // that has two; their i-th ranks in pairs alongside.
+  {
+    std::map<std::string, int> first_host;  // region -> lowest rank
+    for (int r = 0; r < n; ++r) {
+      const auto& l = ls[static_cast<std::size_t>(r)];
+      auto [it, fresh] = first_host.try_emplace(l.region, r);
+      if (!fresh && host_path(ls[static_cast<std::size_t>(it->second)]) != host_path(l)) {
+        ProbePair p{LinkClass::net, it->second, r};
+        const auto a = ranks_on(host_path(ls[static_cast<std::size_t>(it->second)])), b = ranks_on(host_path(l));
+        for (std::size_t i = 1; i < std::min(a.size(), b.size()); ++i) p.companions.emplace_back(a[i], b[i]);
+        out.push_back(std::move(p));
+        break;
+      }
+    }
+  }
+  // Regions: the lowest rank of each.
+  const auto regions = region_order(ls);
+  std::vector<int> lowest;
+  for (const auto& reg : regions)
+    for (int r = 0; r < n; ++r)
+      if (ls[static_cast<std::size_t>(r)].region == reg) {
+        lowest.push_back(r);
+        break;
+      }
+  const int R = static_cast<int>(regions.size());
+  const bool all_pairs = R * (R - 1) / 2 <= kMaxWanPairs;
+  for (int a = 0; a < R; ++a)
+    for (int b = a + 1; b < R; ++b)
+      if (all_pairs || a == 0)
+        out.push_back(ProbePair{LinkClass::wan, lowest[static_cast<std::size_t>(a)], lowest[static_cast<std::size_t>(b)], a, b});
+  return out;
+}
+
+std::string serialize(const Measured& m) {
+  std::string s = "gamma " + fmt(m.gamma) + "\n";
+  for (const auto& p : m.pairs)
+    s += std::string("pair ") + class_word(p.pair.cls) + " " + std::to_string(p.pair.from) + " " +
+         std::to_string(p.pair.to) + " " + std::to_string(p.pair.region_a) + " " + std::to_string(p.pair.region_b) +
+         " " + fmt(p.cost.alpha) + " " + fmt(p.cost.beta) + " " + fmt(p.cost.gap) + " " +
+         (p.beta_measured ? "1" : "0") + " " + (p.gap_measured ? "1" : "0") + " " +
+         std::to_string(p.small_iters) + " " + std::to_string(p.large_iters) + "\n";
+  return s;
+}
+
+std::optional<Measured> parse_measured(const std::string& text) {
+  Measured m;
+  std::istringstream in(text);
+  std::string word;
+  bool have_gamma = false;
+  while (in >> word) {
+    if (word == "gamma") {
+      if (!(in >> m.gamma)) return std::nullopt;
+      have_gamma = true;
+    } else if (word == "pair") {
+      PairResult p;
+      std::string cls;
+      int beta_measured = 0, gap_measured = 0;
+      if (!(in >> cls >> p.pair.from >> p.pair.to >> p.pair.region_a >> p.pair.region_b >> p.cost.alpha >>
+            p.cost.beta >> p.cost.gap >> beta_measured >> gap_measured >> p.small_iters >> p.large_iters))
+        return std::nullopt;
+      p.gap_measured = gap_measured != 0;
+      const auto c = class_of_word(cls);
+      if (!c) return std::nullopt;
+      p.pair.cls = *c;
+      p.beta_measured = beta_measured != 0;
+      m.pairs.push_back(p);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!have_gamma) return std::nullopt;
+  return m;
+}
+
+void set_regions(Figures& f, std::vector<std::string> regions) {
+  f.regions = std::move(regions);
+  const std::size_t n = f.regions.size();
+  f.wan.assign(n * n, f.of(LinkClass::wan));
+}
+
+void apply_measured(Figures& f, const Measured& m, Source source) {
+  if (m.gamma > 0) {
+    f.gamma = m.gamma;
+    f.gamma_source = source;
+  }
+  const std::size_t n = f.regions.size();
+  bool any_wan = false;
+  LinkFigure worst{{0, 0}, source};
+  for (const auto& p : m.pairs) {
+    LinkFigure fig = f.of(p.pair.cls);
+    fig.cost.alpha = p.cost.alpha;
+    if (p.beta_measured) fig.cost.beta = p.cost.beta;
+    if (p.gap_measured) fig.cost.gap = p.cost.gap;
+    fig.source = source;
+    if (p.pair.cls != LinkClass::wan) {
+      f.of(p.pair.cls) = fig;
+      continue;
+    }
+    const auto a = static_cast<std::size_t>(p.pair.region_a), b = static_cast<std::size_t>(p.pair.region_b);
+    if (a >= n || b >= n || f.wan.size() != n * n) continue;
+    // A round trip cannot tell the directions apart.
+    f.wan[a * n + b] = f.wan[b * n + a] = fig;
+    worst.cost.alpha = std::max(worst.cost.alpha, fig.cost.alpha);
+    worst.cost.beta = std::max(worst.cost.beta, fig.cost.beta);
+    worst.cost.gap = std::max(worst.cost.gap, fig.cost.gap);
+    any_wan = true;
+  }
+  // Past kMaxWanPairs only region 0's pairs were measured: a pair between two other
+  // regions is taken to be as slow as the slower of their links to region 0.
+  if (any_wan && n > 1)
+    for (std::size_t a = 1; a < n; ++a)
+      for (std::size_t b = 1; b < n; ++b)
+        if (a != b && f.wan[a * n + b].source != source) {
+          const auto& x = f.wan[a], &y = f.wan[b];
+          f.wan[a * n + b] = LinkFigure{{std::max(x.cost.alpha, y.cost.alpha), std::max(x.cost.beta, y.cost.beta),
+                                         std::max(x.cost.gap, y.cost.gap)},
+                                        source};
+        }
+  if (any_wan) f.of(LinkClass::wan) = worst;
+}
+
+void apply_file(Figures& f, const TopologyFile& file) {
+  // Files give latency and bandwidth; the gap stays what it was (probed or built in).
+  auto from_link = [](const LinkFigures& l, double gap) {
+    return LinkFigure{{l.latency_us * 1e-6, l.bandwidth_gbps > 0 ? 8 / (l.bandwidth_gbps * 1e9) : 0, gap}, Source::file};
+  };
+  if (file.host) f.of(LinkClass::shm) = from_link(*file.host, f.of(LinkClass::shm).cost.gap);
+  if (file.rack)
+    f.of(LinkClass::net) = from_link(*file.rack, f.of(LinkClass::net).cost.gap);
+  else if (file.cluster)
+    f.of(LinkClass::net) = from_link(*file.cluster, f.of(LinkClass::net).cost.gap);
+  const std::size_t n = f.regions.size();
+  bool any = false;
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b) {
+      const WanLink* w = a == b ? nullptr : file.wan_link(f.regions[a], f.regions[b]);
+      if (!w) continue;
+      f.wan[a * n + b] = LinkFigure{
+          {w->latency_ms * 1e-3, w->bandwidth_mbps > 0 ? 8 / (w->bandwidth_mbps * 1e6) : 0, f.wan[a * n + b].cost.gap},
+          Source::file};
+      any = true;
+    }
+  if (!any) return;
+  // The class-wide WAN figure (for groups whose regions are not known) is the slowest pair.
+  LinkFigure worst{{0, 0}, Source::file};
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b)
+      if (a != b) {
+        worst.cost.alpha = std::max(worst.cost.alpha, f.wan[a * n + b].cost.alpha);
+        worst.cost.beta = std::max(worst.cost.beta, f.wan[a * n + b].cost.beta);
+        worst.cost.gap = std::max(worst.cost.gap, f.wan[a * n + b].cost.gap);
+      }
+  f.of(LinkClass::wan) = worst;
+}
+
+double measure_gamma() {
+  static std::once_flag once;
+  static double gamma = 0;
+  std::call_once(once, [] {
+    constexpr std::size_t n = (2u << 20) / sizeof(float);  // 2 MiB per buffer
+    std::vector<float> a(n, 1.0f), b(n, 2.0f), out(n, 0.0f);
+    double best = 0;
+    for (int i = 0; i < 4; ++i) {  // the first pass faults the pages in
+      const auto start = Clock::now();
+      collectives::reduce(DataType::f32, ReduceOp::sum, out.data(), a.data(), b.data(), n);
+      const double t = Seconds(Clock::now() - start).count();
+      if (i > 0 && (best == 0 || t < best)) best = t;
+    }
+    gamma = best / static_cast<double>(n * sizeof(float));
+  });
+  return gamma;
+}
+
+Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
+  const auto start = Clock::now();
+  ProbeReport local;
+  ProbeReport& rep = report ? *report : local;
+  Figures f = default_figures();
+  set_regions(f, region_order(*in.localities));
+  auto finish = [&](Figures& figs) {
+    if (in.file) apply_file(figs, *in.file);
+    rep.seconds = Seconds(Clock::now() - start).count();
+    return figs;
+  };
+
+  const bool enabled = config::get_int("probe") != 0;
+  if (!enabled) {
+    rep.how = ProbeReport::How::skipped;
+    rep.why = "STRATA_PROBE=0";
+    return finish(f);
+  }
+  std::vector<ProbePair> pairs;
+  for (const auto& p : probe_pairs(*in.localities))
+    if (!file_covers(in.file, p, f.regions)) pairs.push_back(p);
+
+  if (in.size == 1) {
+    rep.how = ProbeReport::How::probed;
+    rep.measured.gamma = measure_gamma();
+    apply_measured(f, rep.measured, Source::probed);
+    return finish(f);
+  }
+
+  // Rank 0 decides for everyone: figures from its cache, or a fresh probe with its γ.
+  const std::string key = full_cache_key(in);
+  const std::string path = cache_path(key);
+  const double max_age = static_cast<double>(config::get_int("probe_cache_s"));
+  if (in.rank == 0) {
+    std::string decision;
+    if (max_age > 0)
+      if (const auto cached = read_cache(path, key, max_age)) decision = "cached\n" + serialize(*cached);
+    if (decision.empty()) {
+      Measured m;
+      m.gamma = measure_gamma();
+      decision = "probe\n" + serialize(m);
+    }
+    in.store->set("probe/decision", decision);
+  }
+  const std::string decision = in.store->get("probe/decision", in.deadline);
+  const auto nl = decision.find('\n');
+  const std::string how = decision.substr(0, nl);
+  const auto head = parse_measured(decision.substr(nl + 1));
+  if (!head) throw TransportError("link probing: rank 0 published figures this rank cannot read");
+
+  if (how == "cached") {
+    rep.how = ProbeReport::How::cached;
+    rep.why = path;
+    rep.measured = *head;
+    apply_measured(f, rep.measured, Source::cached);
+    return finish(f);
+  }
+
+  // Every pair in list order, each rank taking part in its own; the budget is shared.
+  const double budget_s = std::max<std::int64_t>(1, config::get_int("probe_ms")) / 1000.0;
+  const Seconds per_pair(pairs.empty() ? budget_s : budget_s / static_cast<double>(pairs.size()));
+  // A session: the pair (and its companions) ping-pong; then, when the session has three
+  // ranks or more, the pair's first rank sends to all the others at once, which is what
+  // a further message costs in a direct or tree round (the gap), better than a burst to
+  // one peer that the stack may coalesce.
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto& p = pairs[i];
+    std::vector<int> fan{p.to};
+    for (const auto& [a, b] : p.companions)
+      for (int r : {a, b})
+        if (r != p.from) fan.push_back(r);
+    const bool fans = fan.size() >= 2;
+    const Seconds ping_pong = fans ? per_pair * 0.75 : per_pair;
+    if (p.from == in.rank) {
+      PairResult r = initiate(*in.transport, p, i, ping_pong, in.deadline);
+      if (fans) {
+        r.cost.gap = fan_out_gap(*in.transport, fan, probe_tag(i, kFanOut), per_pair - ping_pong, in.deadline);
+        r.gap_measured = true;
+      }
+      in.store->set("probe/pair/" + std::to_string(i), serialize(Measured{0, {r}}));
+    } else if (p.to == in.rank) {
+      respond(*in.transport, p.from, probe_tag(i), in.deadline);
+    }
+    for (const auto& [a, b] : p.companions) {
+      ProbePair c = p;
+      c.from = a;
+      c.to = b;
+      if (a == in.rank) initiate(*in.transport, c, i, ping_pong, in.deadline);  // load, not a figure
+      if (b == in.rank) respond(*in.transport, a, probe_tag(i), in.deadline);
+    }
+    if (fans && p.from != in.rank && std::find(fan.begin(), fan.end(), in.rank) != fan.end())
+      respond(*in.transport, p.from, probe_tag(i, kFanOut), in.deadline);
+  }
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < pairs.size(); ++i) keys.push_back("probe/pair/" + std::to_string(i));
+  Measured m = *head;
+  if (!keys.empty())
+    for (const auto& v : in.store->get(keys, in.deadline)) {
+      const auto one = parse_measured(v);
+      if (!one || one->pairs.size() != 1) throw TransportError("link probing: a rank published unreadable figures");
+      m.pairs.push_back(one->pairs.front());
+    }
+  rep.how = ProbeReport::How::probed;
+  rep.measured = m;
+  apply_measured(f, m, Source::probed);
+  if (in.rank == 0 && max_age > 0) write_cache(path, key, m);
+  if (in.rank == 0)
+    log::info("link probing: " + std::to_string(pairs.size()) + " pair(s) in " +
+              fmt(Seconds(Clock::now() - start).count()) + " s");
+  return finish(f);
+}
+
+}  // namespace strata::topology

@@ -1,0 +1,530 @@
+// strata-plan: what the cost model predicts and which algorithm the selector picks, per
+// level and message size, with the reason.
+//
+//   strata-plan --regions 4 --hosts 1024 --ranks-per-host 8     # a synthetic layout, no processes
+//   strata-plan --file bench/topologies/two-regions.textproto   # a topology file's layout and figures
+//   strata-plan --ranks 4 --transport tcp                       # live: 4 local ranks probe their links
+//   strata-plan --ranks 4 --transport tcp --measured a.json b.json   # against strata-perf --algo all runs
+//
+// Live mode starts ranks like strata-perf (or joins a job strata-run, torchrun or mpirun
+// launched); every rank creates a communicator, so the figures are the probed ones the
+// library itself uses. Rank 0 prints.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bootstrap/launch_env.hpp"
+#include "core/comm_impl.hpp"
+#include "core/config.hpp"
+#include "hierarchy/plan.hpp"
+#include "launcher.hpp"
+#include "perf_report.hpp"
+#include "strata/errors.hpp"
+#include "topology/levels.hpp"
+#include "topology/probe.hpp"
+#include "topology/selector.hpp"
+#include "topology/topology_file.hpp"
+
+namespace {
+
+using namespace strata;
+namespace topo = strata::topology;
+using collectives::AlgorithmId;
+
+constexpr const char* kSpawnedMarker = "STRATA_PLAN_SPAWNED";
+
+struct Options {
+  std::string file;
+  int regions = 0, hosts = 0, per_host = 0;  // synthetic layout
+  std::optional<int> ranks;                  // live: spawn this many local ranks
+  bool live = false;                         // live: join a job launched elsewhere
+  std::string transport;
+  std::string collectives = "allreduce";
+  std::uint64_t min_bytes = 8, max_bytes = 1ull << 30, factor = 8;
+  std::vector<std::string> measured;  // strata-perf --json files
+  bool markdown = false;
+};
+
+// ---- formatting -------------------------------------------------------------------
+
+std::string seconds(double s) {
+  char b[32];
+  if (s < 1e-3)
+    std::snprintf(b, sizeof b, "%.1f us", s * 1e6);
+  else if (s < 1)
+    std::snprintf(b, sizeof b, "%.2f ms", s * 1e3);
+  else
+    std::snprintf(b, sizeof b, "%.2f s", s);
+  return b;
+}
+
+std::string bytes_str(std::uint64_t b) {
+  if (b == UINT64_MAX) return "inf";
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && i < 4 && std::fmod(v, 1024) == 0) {
+    v /= 1024;
+    ++i;
+  }
+  char s[32];
+  std::snprintf(s, sizeof s, "%g %s", v, unit[i]);
+  return s;
+}
+
+std::string us(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", s * 1e6);
+  return b;
+}
+
+void print_figures(const topo::Figures& f, const topo::ProbeReport* probe) {
+  if (probe) {
+    const char* how = probe->how == topo::ProbeReport::How::probed   ? "probed"
+                      : probe->how == topo::ProbeReport::How::cached ? "from the probe cache"
+                                                                     : "not probed";
+    std::printf("link figures: %s%s%s (%.1f ms at creation)\n", how, probe->why.empty() ? "" : ": ",
+                probe->why.c_str(), probe->seconds * 1e3);
+    for (const auto& p : probe->measured.pairs)
+      std::printf("  pair %-3s rank %d <-> %d: %d small, %d large round trips%s%s\n", topo::to_string(p.pair.cls),
+                  p.pair.from, p.pair.to, p.small_iters, p.large_iters,
+                  p.beta_measured ? "" : " (no time for the large message: beta kept)",
+                  p.gap_measured ? "" : " (no time for a burst: gap kept)");
+  } else {
+    std::printf("link figures: built-in table%s (no processes, nothing probed)\n", f.regions.empty() ? "" : " and file");
+  }
+  for (int c = 0; c < topo::kLinkClasses; ++c) {
+    const auto& l = f.link[c];
+    std::printf("  %-4s alpha %10s   beta %8.4f ns/B (%8.3f GB/s)   gap %10s   %s\n",
+                topo::to_string(static_cast<topo::LinkClass>(c)), seconds(l.cost.alpha).c_str(), l.cost.beta * 1e9,
+                l.cost.beta > 0 ? 1e-9 / l.cost.beta : 0.0, seconds(l.cost.gap).c_str(), topo::to_string(l.source));
+  }
+  std::printf("  gamma %.4f ns/B (%.2f GB/s reduced)   %s\n", f.gamma * 1e9, f.gamma > 0 ? 1e-9 / f.gamma : 0.0,
+              topo::to_string(f.gamma_source));
+  const std::size_t n = f.regions.size();
+  if (n > 1 && f.wan.size() == n * n) {
+    std::printf("  wan matrix (one-way alpha / GB/s):\n");
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b)
+        if (a != b)
+          std::printf("    %-12s -> %-12s %10s %8.3f   %s\n", f.regions[a].c_str(), f.regions[b].c_str(),
+                      seconds(f.wan[a * n + b].cost.alpha).c_str(), 1e-9 / f.wan[a * n + b].cost.beta,
+                      topo::to_string(f.wan[a * n + b].source));
+  }
+}
+
+std::vector<CollectiveKind> kinds_of(const std::string& arg) {
+  if (arg == "all")
+    return {CollectiveKind::allreduce, CollectiveKind::reduce_scatter, CollectiveKind::allgather,
+            CollectiveKind::broadcast, CollectiveKind::reduce};
+  std::vector<CollectiveKind> out;
+  std::stringstream in(arg);
+  for (std::string w; std::getline(in, w, ',');) {
+    const auto k = topo::parse_collective_name(w);
+    if (!k) throw InvalidArgument("-t: '" + w + "' is not a collective");
+    out.push_back(*k);
+  }
+  return out;
+}
+
+// The count a call of `bytes` (nccl-tests' size) passes, in f32 elements.
+std::size_t count_of(CollectiveKind k, std::uint64_t bytes, int p) {
+  const std::uint64_t per = (k == CollectiveKind::reduce_scatter || k == CollectiveKind::allgather)
+                                ? bytes / static_cast<std::uint64_t>(std::max(p, 1))
+                                : bytes;
+  return static_cast<std::size_t>(per / sizeof(float));
+}
+
+// One group shape: every algorithm's prediction per size, the pick, and why.
+void print_level(const topo::Selector& sel, const collectives::Group& g, const std::string& title,
+                 const std::vector<CollectiveKind>& kinds, const std::vector<std::uint64_t>& sizes) {
+  const int p = g.size();
+  const topo::GroupCost cost = sel.group_cost(g);
+  std::printf("\n%s: %d ranks over %s links (alpha %s, %.3f GB/s)\n", title.c_str(), p,
+              topo::to_string(sel.group_class(g)), seconds(cost.link.alpha).c_str(), 1e-9 / cost.link.beta);
+  for (const auto kind : kinds) {
+    std::vector<AlgorithmId> algos;
+    for (const auto& a : collectives::algorithms())
+      if (topo::predict(a.id, kind, p, 1, cost)) algos.push_back(a.id);
+    std::printf("  %s\n  %10s", to_string(kind), "size");
+    for (auto a : algos) std::printf(" %18s", collectives::algorithm(a).name);
+    std::printf("  %-18s %s\n", "pick", "why");
+    for (const std::uint64_t b : sizes) {
+      std::printf("  %10s", bytes_str(b).c_str());
+      for (auto a : algos)
+        std::printf(" %18s", seconds(topo::predict(a, kind, p, static_cast<double>(b), cost)->total()).c_str());
+      const auto& pick = sel.choose(kind, DataType::f32, count_of(kind, b, p), g);
+      const auto& table = topo::build_score_table(kind, sel.group_class(g), p, cost);
+      std::printf("  %-18s %s\n", pick.name, topo::explain(table.at(b)).c_str());
+    }
+    // The table in words, split where the winner or what bounds it changes:
+    // "recursive_doubling up to 16 KiB (α-bound); direct up to 64 KiB (α-bound); direct above 64 KiB (β-bound)".
+    const auto table = topo::build_score_table(kind, sel.group_class(g), p, cost);
+    struct Span {
+      AlgorithmId winner;
+      std::string bound;
+      int first, last;
+    };
+    std::vector<Span> spans;
+    for (int b = 0; b < topo::ScoreTable::kBuckets; ++b) {
+      const auto& top = table.ranked[static_cast<std::size_t>(b)].front();
+      if (!spans.empty() && spans.back().winner == top.algorithm && spans.back().bound == top.cost.bound())
+        spans.back().last = b;
+      else
+        spans.push_back(Span{top.algorithm, top.cost.bound(), b, b});
+    }
+    std::string summary;
+    for (const auto& sp : spans) {
+      const bool from_zero = sp.first == 0, to_inf = sp.last + 1 == topo::ScoreTable::kBuckets;
+      const std::string lo = from_zero ? "" : bytes_str(topo::ScoreTable::bucket_top(sp.first - 1));
+      const std::string hi = bytes_str(topo::ScoreTable::bucket_top(sp.last));
+      summary += std::string(summary.empty() ? "" : "; ") + collectives::algorithm(sp.winner).name + " " +
+                 (from_zero && to_inf ? std::string("at every size")
+                  : from_zero         ? "up to " + hi
+                  : to_inf            ? "above " + lo
+                                      : lo + " < size <= " + hi) +
+                 " (" + sp.bound + ")";
+    }
+    std::printf("  by the model: %s\n", summary.c_str());
+  }
+}
+
+// Hierarchical plan against the best flat algorithm over the whole world.
+void print_plan_vs_flat(const topo::Selector& sel, const hierarchy::Plan& plan, const collectives::Group& world,
+                        const std::vector<CollectiveKind>& kinds, const std::vector<std::uint64_t>& sizes) {
+  std::vector<topo::LevelCost> levels;
+  for (std::size_t i = 0; i < plan.levels.size(); ++i) {
+    const auto& lg = plan.levels[i];
+    std::size_t largest = 0, at = 0;
+    for (std::size_t k = 0; k < lg.groups.size(); ++k)
+      if (lg.groups[k].size() > largest) largest = lg.groups[k].size(), at = k;
+    collectives::Group g;
+    g.ranks = lg.groups[at];
+    levels.push_back(topo::LevelCost{lg.level, static_cast<int>(largest), sel.group_cost(g)});
+  }
+  const bool split = plan.kind == hierarchy::Plan::Kind::split_rail;
+  std::printf("\n%s plan against the best flat algorithm over all %d ranks (predicted)\n",
+              split ? "split-rail" : "leader", world.size());
+  for (const auto kind : kinds) {
+    if (kind == CollectiveKind::reduce) continue;  // plans leave reduce flat
+    std::printf("  %s\n  %10s %12s %12s  %-18s %s\n", to_string(kind), "size", "plan", "flat", "flat best", "plan speedup");
+    const auto wc = sel.group_cost(world);
+    for (const std::uint64_t b : sizes) {
+      const double n = static_cast<double>(b);
+      const topo::Cost h = split ? topo::predict_split_rail(kind, levels, n, sel.figures().small_bytes)
+                                 : topo::predict_leader(kind, levels, n);
+      const topo::Best f = topo::best_flat(kind, world.size(), n, wc);
+      std::printf("  %10s %12s %12s  %-18s %.2fx\n", bytes_str(b).c_str(), seconds(h.total()).c_str(),
+                  seconds(f.cost.total()).c_str(), collectives::algorithm(f.algorithm).name,
+                  h.total() > 0 ? f.cost.total() / h.total() : 1.0);
+    }
+  }
+}
+
+// ---- measured (strata-perf --json) --------------------------------------------------
+
+struct Sample {
+  std::string collective;  // nccl-tests name
+  int ranks = 0;
+  std::uint64_t size = 0;
+  std::string algorithm;   // "" for the automatic choice
+  std::vector<double> us;  // out-of-place and in-place times of every file
+};
+
+// strata-perf writes one result per line; the fields needed here are found by pattern.
+void read_measured(const std::string& path, std::map<std::tuple<std::string, int, std::uint64_t, std::string>, Sample>& into) {
+  std::ifstream in(path);
+  if (!in) throw InvalidArgument("--measured: cannot read " + path);
+  static const std::regex head(R"re("collective":"(\w+)","ranks":(\d+))re");
+  static const std::regex row(
+      R"re("size":(\d+).*"out_of_place":\{"time":([0-9.eE+-]+).*"in_place":\{"time":([0-9.eE+-]+))re");
+  // Runs without --algo have no algorithm field: the library chose.
+  static const std::regex algo(R"re("algorithm":"(\w*)")re");
+  std::string collective;
+  int ranks = 0;
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, head)) {
+      collective = m[1];
+      ranks = std::stoi(m[2]);
+    }
+    if (!std::regex_search(line, m, row)) continue;
+    const std::uint64_t size = std::stoull(m[1]);
+    const double out_of_place = std::stod(m[2]), in_place = std::stod(m[3]);
+    const std::string algorithm = std::regex_search(line, m, algo) ? m[1].str() : std::string();
+    auto& s = into[{collective, ranks, size, algorithm}];
+    s.collective = collective;
+    s.ranks = ranks;
+    s.size = size;
+    s.algorithm = algorithm;
+    s.us.push_back(out_of_place);
+    s.us.push_back(in_place);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// How often a way of choosing lands within 1.15x of the measured best.
+struct Tally {
+  int cases = 0, within = 0;
+  double worst = 1, log_sum = 0;
+  void add(double ratio) {
+    ++cases;
+    within += ratio <= 1.15;
+    worst = std::max(worst, ratio);
+    log_sum += std::log(ratio);
+  }
+  std::string line(const char* who) const {
+    char b[200];
+    std::snprintf(b, sizeof b, "%s: within 1.15x of the measured best in %d of %d (%.0f%%), worst %.2fx, geometric mean %.3fx",
+                  who, within, cases, cases ? 100.0 * within / cases : 0.0, worst, cases ? std::exp(log_sum / cases) : 1.0);
+    return b;
+  }
+};
+
+// Predicted against measured for every algorithm and size; the pick's measured time
+// against the measured best, beside the fixed threshold's pick and, when the files hold
+// runs without --algo, what the library's automatic choice measured.
+void print_measured(const topo::Selector& sel, const collectives::Group& world, const std::vector<std::string>& files,
+                    bool markdown) {
+  std::map<std::tuple<std::string, int, std::uint64_t, std::string>, Sample> samples;
+  for (const auto& f : files) read_measured(f, samples);
+  const int p = world.size();
+  const topo::GroupCost cost = sel.group_cost(world);
+  Tally pick_tally, threshold_tally, auto_tally;
+  std::vector<std::string> misses;
+  std::map<std::string, std::map<std::uint64_t, std::map<std::string, double>>> by;  // coll -> size -> algo -> us
+  for (const auto& [key, s] : samples)
+    if (s.ranks == p) by[s.collective][s.size][s.algorithm] = median(s.us);
+  const std::string sep = markdown ? " | " : "  ";
+  for (const auto& [coll, sizes] : by) {
+    const auto kind = topo::parse_collective_name(coll);
+    if (!kind) continue;
+    std::vector<std::string> algos;
+    for (const auto& a : collectives::algorithms())
+      if (topo::predict(a.id, *kind, p, 1, cost)) algos.push_back(a.name);
+    std::printf("\n%s, %d ranks: predicted / measured us (medians over runs of out-of-place and in-place)\n", coll.c_str(), p);
+    std::string header = markdown ? "| size" : "      size";
+    for (const auto& a : algos) header += sep + a;
+    header += sep + "pick" + sep + "pick/best" + sep + "threshold/best" + sep + "auto/best" + (markdown ? " |" : "");
+    std::printf("%s\n", header.c_str());
+    if (markdown) {
+      std::string rule = "|---:";
+      for (std::size_t i = 0; i < algos.size() + 4; ++i) rule += i == algos.size() ? "|---" : "|---:";
+      std::printf("%s|\n", rule.c_str());
+    }
+    for (const auto& [size, by_algo] : sizes) {
+      const std::string sz = bytes_str(size);
+      std::string line = markdown ? "| " + sz : std::string(10 - std::min<std::size_t>(10, sz.size()), ' ') + sz;
+      std::string best;
+      double best_us = 0;
+      for (const auto& a : algos) {
+        const double pred = topo::predict(topo::find_algorithm_alias(a)->id, *kind, p, static_cast<double>(size), cost)->total();
+        const auto it = by_algo.find(a);
+        if (it == by_algo.end()) {
+          line += sep + us(pred) + " / -";
+          continue;
+        }
+        line += sep + us(pred) + " / " + us(it->second * 1e-6) + (std::abs(pred / (it->second * 1e-6) - 1) > 0.25 ? "*" : "");
+        if (best.empty() || it->second < best_us) best = a, best_us = it->second;
+      }
+      const std::size_t count = count_of(*kind, size, p);
+      const auto& pick = sel.choose(*kind, DataType::f32, count, world);
+      const auto& threshold = collectives::threshold_algorithm({*kind, nullptr, nullptr, count, DataType::f32});
+      const auto pick_it = by_algo.find(pick.name), threshold_it = by_algo.find(threshold.name), auto_it = by_algo.find("");
+      if (best.empty() || pick_it == by_algo.end() || threshold_it == by_algo.end()) {
+        std::printf("%s%s(not every algorithm measured)\n", line.c_str(), sep.c_str());
+        continue;
+      }
+      const double ratio = pick_it->second / best_us, threshold_ratio = threshold_it->second / best_us;
+      pick_tally.add(ratio);
+      threshold_tally.add(threshold_ratio);
+      char tail[200];
+      std::snprintf(tail, sizeof tail, "%s%s%s%.2fx%s%.2fx (%s)%s", sep.c_str(), pick.name, sep.c_str(), ratio, sep.c_str(),
+                    threshold_ratio, threshold.name, sep.c_str());
+      line += tail;
+      if (auto_it != by_algo.end()) {
+        // The automatic runs can beat every forced one by noise: clamp at 1 for the tally.
+        const double auto_ratio = auto_it->second / best_us;
+        auto_tally.add(std::max(1.0, auto_ratio));
+        std::snprintf(tail, sizeof tail, "%.2fx", auto_ratio);
+        line += tail;
+      } else {
+        line += "-";
+      }
+      if (ratio > 1.15) misses.push_back(coll + " " + sz + ": picked " + pick.name + ", measured best " + best);
+      std::printf("%s%s\n", line.c_str(), markdown ? " |" : "");
+    }
+  }
+  if (pick_tally.cases == 0) {
+    std::printf("\nno measured case for %d ranks\n", p);
+    return;
+  }
+  std::printf("\n(* = prediction off by more than 25%%)\n%d ranks, choice quality\n  %s\n  %s\n", p,
+              pick_tally.line("selector's pick, forced runs").c_str(), threshold_tally.line("fixed threshold").c_str());
+  if (auto_tally.cases) std::printf("  %s\n", auto_tally.line("automatic runs (the library choosing)").c_str());
+  for (const auto& m : misses) std::printf("  miss: %s\n", m.c_str());
+}
+
+// ---- modes --------------------------------------------------------------------------
+
+void print_plan(const topo::Selector& sel, const std::vector<Locality>& ls, const std::optional<hierarchy::Plan>& plan,
+                const Options& o) {
+  const auto kinds = kinds_of(o.collectives);
+  const auto sizes = perf::sweep_sizes(o.min_bytes, o.max_bytes, 0, o.factor);
+  const collectives::Group world = collectives::Group::world(0, static_cast<int>(ls.size()));
+  if (!sel.rules().empty()) {
+    std::printf("STRATA_ALGO rules come first:");
+    for (const auto& r : sel.rules().rules) std::printf(" [%s]", r.text.c_str());
+    std::printf("\n");
+  }
+  if (plan) {
+    std::printf("plan: %s (rank 0's groups)\n", plan->describe().c_str());
+    for (std::size_t i = 0; i < plan->mine.size(); ++i)
+      if (!plan->mine[i].ranks.empty())
+        print_level(sel, plan->mine[i], std::string("level ") + topo::to_string(plan->levels[i].level), kinds, sizes);
+  }
+  print_level(sel, world, plan ? "flat (reduce and barrier, or STRATA_ALGO=flat)" : "flat", kinds, sizes);
+  if (plan) print_plan_vs_flat(sel, *plan, world, kinds, sizes);
+  if (!o.measured.empty()) print_measured(sel, world, o.measured, o.markdown);
+}
+
+int run_offline(const Options& o) {
+  std::vector<Locality> ls;
+  if (o.regions > 0) ls = topo::synthesize_uniform(o.regions, o.hosts, o.per_host);
+  std::optional<topo::TopologyFile> file;
+  if (!o.file.empty()) {
+    file = topo::load_topology_file(o.file, ls.empty() ? -1 : static_cast<int>(ls.size()));
+    if (ls.empty()) ls.resize(file->placements.size());
+    ls = topo::apply_placements(*file, std::move(ls));
+  }
+  if (ls.empty()) throw InvalidArgument("the layout has no ranks: give --regions/--hosts/--ranks-per-host or a file with placements");
+  topo::Figures f = topo::default_figures();
+  topo::set_regions(f, topo::region_order(ls));
+  if (file) topo::apply_file(f, *file);
+  const auto spec = config::get_string("algo");
+  topo::Selector sel(f, ls, topo::parse_algorithm_rules(spec, "STRATA_ALGO", true));
+  const auto plan = hierarchy::make_plan(ls, 0, hierarchy::parse_choice(spec));
+  std::printf("strata-plan: %zu ranks in %zu region(s)\n", ls.size(), f.regions.size());
+  print_figures(f, nullptr);
+  print_plan(sel, ls, plan, o);
+  return 0;
+}
+
+int run_rank(const Options& o) {
+  const auto info = bootstrap::discover_launch();
+  detail::CommImpl::Setup s;
+  s.rank = info.rank;
+  s.size = info.size;
+  s.root = info.root;
+  s.key_prefix = "strata/";
+  s.serve_root = true;
+  if (o.transport == "tcp") s.options.transport = TransportKind::tcp;
+  if (o.transport == "ucx") s.options.transport = TransportKind::ucx;
+  detail::CommImpl comm(s);
+  if (comm.rank() == 0) {
+    std::vector<Locality> ls;
+    for (int r = 0; r < comm.size(); ++r) ls.push_back(comm.locality(r));
+    std::printf("strata-plan: live communicator of %d ranks over %s\n", comm.size(), to_string(comm.transport_kind()));
+    print_figures(comm.selector().figures(), &comm.probe_report());
+    print_plan(comm.selector(), ls, comm.plan(), o);
+    std::fflush(stdout);
+  }
+  // Everyone stays until rank 0 has printed, so no rank sees its peers vanish early.
+  comm.collective(collectives::CollArgs{CollectiveKind::barrier}, CallOptions{}).wait();
+  return 0;
+}
+
+int spawn(const Options& o, int argc, char** argv) {
+  tools::LaunchSpec spec;
+  spec.nranks = *o.ranks;
+  spec.argv.push_back(tools::self_executable());
+  for (int i = 1; i < argc; ++i) spec.argv.emplace_back(argv[i]);
+  spec.all_stdout = false;
+  spec.name = "strata-plan";
+  const int n = *o.ranks, regions = std::max(1, o.regions);
+  spec.extra_env = [n, regions](int rank) {
+    tools::EnvList env{{kSpawnedMarker, "1"}};
+    if (regions > 1) {
+      const int per = std::max(1, (n + regions - 1) / regions);
+      const std::string region = "region" + std::to_string(std::min(rank / per, regions - 1));
+      env.push_back({"STRATA_REGION", region});
+      env.push_back({"STRATA_HOST", region + "-host"});
+    }
+    return env;
+  };
+  return tools::launch(spec);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Prints what strata's cost model predicts for every algorithm, per level of the plan and message "
+      "size, which one the selector picks and why. Offline from a synthetic layout or a topology file "
+      "(built-in and file figures), or live from local ranks that probe their links as a communicator does.",
+      "strata-plan"};
+  Options o;
+  std::string minb = "8", maxb = "1G";
+  app.add_option("--file", o.file, "Topology file (protobuf text format): placements and link figures")
+      ->check(CLI::ExistingFile);
+  auto* r_opt = app.add_option("--regions", o.regions, "Regions: of the synthetic layout, or of the live ranks")
+                    ->check(CLI::Range(1, 4096));
+  auto* h_opt = app.add_option("--hosts", o.hosts, "Hosts per synthetic region")->check(CLI::Range(1, 1 << 16));
+  auto* k_opt =
+      app.add_option("--ranks-per-host", o.per_host, "Ranks per synthetic host")->check(CLI::Range(1, 1024));
+  h_opt->needs(r_opt, k_opt);
+  k_opt->needs(r_opt, h_opt);
+  app.add_option("--ranks", o.ranks, "Live: start this many local ranks, each creating a communicator")
+      ->check(CLI::Range(1, 4096));
+  app.add_flag("--live", o.live, "Live: join a job launched by strata-run, torchrun, mpirun or srun");
+  app.add_option("--transport", o.transport, "Live: ucx or tcp (default: STRATA_TRANSPORT)")
+      ->check(CLI::IsMember({"ucx", "tcp"}));
+  app.add_option("-t,--collective", o.collectives, "allreduce, reduce_scatter, allgather, broadcast, reduce "
+                                                   "(comma-separated) or all")
+      ->capture_default_str();
+  app.add_option("-b,--minbytes", minb, "Smallest size (K/M/G suffixes)")->capture_default_str();
+  app.add_option("-e,--maxbytes", maxb, "Largest size")->capture_default_str();
+  app.add_option("-f,--stepfactor", o.factor, "Size multiplier")->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  app.add_option("--measured", o.measured, "strata-perf --json files (e.g. from --algo all) to set against the "
+                                           "predictions; medians over the files")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--markdown", o.markdown, "Measured tables as Markdown");
+  try {
+    app.parse(argc, argv);
+    const auto lo = perf::parse_size(minb), hi = perf::parse_size(maxb);
+    if (!lo || !hi || *lo == 0 || *lo > *hi) throw CLI::ValidationError("--minbytes", "need 0 < minbytes <= maxbytes");
+    o.min_bytes = *lo;
+    o.max_bytes = *hi;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const bool spawned = std::getenv(kSpawnedMarker) != nullptr;
+  const bool synthetic = o.hosts > 0;
+  if (!spawned && !o.ranks && !o.live && !synthetic && o.file.empty()) {
+    std::fprintf(stderr, "strata-plan: give --regions/--hosts/--ranks-per-host, --file, --ranks N or --live\n");
+    return 2;
+  }
+  try {
+    if (spawned || o.live) return run_rank(o);
+    if (o.ranks) return spawn(o, argc, argv);
+    return run_offline(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata-plan: %s\n", e.what());
+    return 1;
+  }
+}
