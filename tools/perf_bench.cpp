@@ -100,7 +100,11 @@ void Bench::issue(const Case& c, const Shape& s, const Buffers& b, std::vector<W
   o.algorithm = c.algorithm;  // --algo; the bench's own barriers and reductions stay automatic
   switch (c.collective) {
     case Collective::all_reduce:
-      if (opts_.compress) o.compression = opts_.compress;
+      if (opts_.compress) {
+        o.compression = opts_.compress;
+        // One residual per size: each size shards the vector differently.
+        o.compression->key += ":" + std::to_string(s.param);
+      }
       pending.push_back(comm_.allreduce(b.send, b.recv, s.param, c.dtype, c.op, o));
       break;
     case Collective::reduce_scatter:
