@@ -83,7 +83,9 @@ class SignalScope {
 };
 
 struct Child {
-  int rank = 0;
+  int rank = 0;         // index among ranks, or among servers
+  bool server = false;  // a dedicated parameter server
+  std::string name() const { return (server ? "server " : "rank ") + std::to_string(rank); }
   pid_t pid = -1;
   bool reaped = false;
   LineForwarder out;
@@ -103,15 +105,20 @@ std::string describe(int status) {
   return "exited with status " + std::to_string(status_to_code(status));
 }
 
-std::vector<std::string> rank_environment(const LaunchSpec& spec, int rank, const std::string& root,
+std::vector<std::string> rank_environment(const LaunchSpec& spec, const Child& c, const std::string& root,
                                           const std::string& run_id) {
+  const int rank = c.rank;
   EnvList vars = {{"STRATA_RANK", std::to_string(rank)},
                   {"STRATA_WORLD_SIZE", std::to_string(spec.nranks)},
                   {"STRATA_LOCAL_RANK", std::to_string(rank)},
                   {"STRATA_LOCAL_SIZE", std::to_string(spec.nranks)},
                   {"STRATA_ROOT", root},
                   {"STRATA_RUN_ID", run_id}};
-  if (spec.extra_env) {
+  if (spec.nservers > 0) vars.emplace_back("STRATA_SERVERS", std::to_string(spec.nservers));
+  if (c.server) {
+    vars.emplace_back("STRATA_ROLE", "server");
+    vars.emplace_back("STRATA_LOCAL_RANK", std::to_string(spec.nranks + rank));
+  } else if (spec.extra_env) {
     for (auto& kv : spec.extra_env(rank)) vars.push_back(std::move(kv));
   }
   // Later entries win, and the inherited environment loses to all of them.
@@ -196,6 +203,7 @@ class Supervisor {
   int wake_[2] = {-1, -1};
   std::optional<int> result_;
   std::optional<Clock::time_point> kill_at_;
+  std::optional<Clock::time_point> servers_due_;  // when lingering servers count as stuck
 };
 
 void Supervisor::start_all() {
@@ -206,12 +214,13 @@ void Supervisor::start_all() {
   if (devnull < 0) throw std::system_error(errno, std::generic_category(), "/dev/null");
   std::vector<std::string> args = spec_.argv;
   std::vector<char*> argv = c_strings(args);
-  children_.resize(static_cast<std::size_t>(spec_.nranks));
+  children_.resize(static_cast<std::size_t>(spec_.nranks + spec_.nservers));
   std::fflush(nullptr);
-  for (int r = 0; r < spec_.nranks; ++r) {
+  for (int r = 0; r < spec_.nranks + spec_.nservers; ++r) {
     Child& c = children_[static_cast<std::size_t>(r)];
-    c.rank = r;
-    std::vector<std::string> env = rank_environment(spec_, r, root, run_id);
+    c.server = r >= spec_.nranks;
+    c.rank = c.server ? r - spec_.nranks : r;
+    std::vector<std::string> env = rank_environment(spec_, c, root, run_id);
     std::vector<char*> envp = c_strings(env);
     const bool show_stdout = spec_.all_stdout || r == 0;
     int out[2] = {devnull, -1};
@@ -222,14 +231,14 @@ void Supervisor::start_all() {
     // group reading the terminal would be stopped by SIGTTIN.
     const int in = (r == 0 && !stdin_is_tty) ? STDIN_FILENO : devnull;
     const pid_t parent = ::getpid();
-    const std::string who = spec_.name + ": rank " + std::to_string(r);
+    const std::string who = spec_.name + ": " + c.name();
     const pid_t pid = ::fork();
     if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
     if (pid == 0)
       exec_rank(argv.data(), envp.data(), show_stdout ? out[1] : devnull, err[1], in, parent, who);
     ::setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
     c.pid = pid;
-    const std::string prefix = spec_.tag_output ? "[rank " + std::to_string(r) + "] " : "";
+    const std::string prefix = spec_.tag_output ? "[" + c.name() + "] " : "";
     if (show_stdout) {
       ::close(out[1]);
       c.out = LineForwarder(out[0], STDOUT_FILENO, prefix);
@@ -253,7 +262,7 @@ void Supervisor::reap() {
     const int code = status_to_code(status);
     if (code == 0 || result_) continue;
     result_ = code;
-    note("rank " + std::to_string(c.rank) + " " + describe(status) + "; stopping the other ranks");
+    note(c.name() + " " + describe(status) + "; stopping the other ranks");
     stop_all(SIGTERM);
   }
 }
@@ -298,6 +307,15 @@ int Supervisor::run() {
       note(std::string("timed out after ") + secs + " s; stopping all ranks");
       stop_all(SIGTERM);
     }
+    // Servers stop when the ranks close their communicators; one that does not is stuck.
+    if (!servers_due_ && std::all_of(children_.begin(), children_.end(),
+                                     [](const Child& c) { return c.server || c.reaped; }))
+      servers_due_ = now + std::chrono::seconds(10);
+    if (servers_due_ && now >= *servers_due_ && !kill_at_) {
+      if (!result_) result_ = 1;
+      note("dedicated servers still running 10 s after the ranks finished; stopping them");
+      stop_all(SIGTERM);
+    }
     if (kill_at_ && now >= *kill_at_) {
       signal_live(SIGKILL);
       kill_at_ = Clock::time_point::max();  // once is enough
@@ -319,6 +337,7 @@ int Supervisor::run() {
     };
     if (has_deadline && !result_) until(deadline);  // a deadline that fired no longer matters
     if (kill_at_ && *kill_at_ != Clock::time_point::max()) until(*kill_at_);
+    if (servers_due_ && !kill_at_) until(*servers_due_);
     ::poll(pfds.data(), pfds.size(), static_cast<int>(std::max<long>(wait.count(), 0)));
     char drain[64];
     while (::read(wake_[0], drain, sizeof drain) > 0) {
@@ -341,6 +360,7 @@ int Supervisor::run() {
 
 int launch(const LaunchSpec& spec) {
   if (spec.nranks < 1) throw std::invalid_argument("the number of ranks must be at least 1");
+  if (spec.nservers < 0) throw std::invalid_argument("the number of servers must not be negative");
   if (spec.argv.empty()) throw std::invalid_argument("no command to run");
   Supervisor s(spec);
   return s.run();

@@ -15,6 +15,10 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 struct LaunchSpec {
   int nranks = 1;
+  // Dedicated parameter servers: further copies of the command with STRATA_ROLE=server,
+  // STRATA_RANK = their index, STRATA_WORLD_SIZE = nranks; every process also gets
+  // STRATA_SERVERS. They end by themselves once the ranks close their communicators.
+  int nservers = 0;
   // argv[0] is looked up in PATH unless it contains a '/'.
   std::vector<std::string> argv;
   // Zero means no limit. When it expires every rank is stopped and launch returns 124.

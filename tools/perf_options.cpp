@@ -72,13 +72,13 @@ std::optional<CollectiveKind> collective_kind(Collective c) {
   return std::nullopt;
 }
 
-std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks) {
+std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks, int servers) {
   if (o.algo != "all") return {o.algo};
   std::vector<std::string> out;
   const auto kind = collective_kind(o.collective);
   for (const auto& a : collectives::algorithms()) {
     bool every_type = kind.has_value();
-    for (const DataType dt : o.dtypes) every_type = every_type && a.supports(*kind, dt, 1, nranks);
+    for (const DataType dt : o.dtypes) every_type = every_type && a.supports(*kind, dt, 1, {nranks, servers});
     if (every_type) out.emplace_back(a.name);
   }
   return out;
@@ -119,6 +119,9 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
                  "contiguous blocks of rank order")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  app.add_option("--servers", o.servers,
+                 "With --ranks: also start this many dedicated parameter servers (param_server)")
+      ->check(CLI::Range(0, 4096));
   app.add_flag("--interleave", o.interleave, "With --regions: rank r goes to region r % regions");
   app.add_option("--transport", o.transport, "ucx or tcp (default: STRATA_TRANSPORT, else ucx)")
       ->check(CLI::IsMember({"ucx", "tcp"}));

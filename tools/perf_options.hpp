@@ -40,6 +40,7 @@ struct PerfOptions {
   bool all_roots = false;  // "-r all"
   std::optional<int> ranks;
   int regions = 1;          // spawned ranks are split into this many fake regions
+  int servers = 0;          // dedicated parameter servers spawned with the ranks
   bool interleave = false;  // region of rank r is r % regions instead of blocks in rank order
   std::string transport;  // "", "ucx" or "tcp"
   std::string json_path;
@@ -56,7 +57,7 @@ struct PerfOptions {
 std::optional<CollectiveKind> collective_kind(Collective c);
 // The algorithms to sweep, in registry order: {""} without --algo, else the one named, or
 // with "all" every one that implements the collective for these types over nranks.
-std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks);
+std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks, int servers);
 
 struct ParsedOptions {
   std::optional<PerfOptions> options;  // empty: exit with exit_code (help, or a bad flag)

@@ -39,6 +39,7 @@ std::string region_of(int rank, int nranks, const PerfOptions& o) {
 int spawn_local(int nranks, int argc, char** argv, const PerfOptions& o) {
   tools::LaunchSpec spec;
   spec.nranks = nranks;
+  spec.nservers = o.servers;
   spec.argv.push_back(tools::self_executable());
   for (int i = 1; i < argc; ++i) spec.argv.emplace_back(argv[i]);
   spec.all_stdout = false;  // rank 0 prints the table; the others would only add noise
@@ -72,6 +73,12 @@ std::vector<Case> expand_cases(const PerfOptions& o, int nranks, const std::stri
     }
   }
   return cases;
+}
+
+// The dedicated servers this job's ranks were told about (0 without STRATA_SERVERS).
+int servers_from_env() {
+  const char* v = std::getenv("STRATA_SERVERS");
+  return v ? std::atoi(v) : 0;
 }
 
 void print(const std::string& s) {
@@ -123,7 +130,7 @@ int run_rank(const PerfOptions& o) {
   std::vector<ResultRow> rows;
   const auto sizes = sweep_sizes(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
   // --algo: one block of rows per algorithm, each under a comment line naming it.
-  for (const std::string& algo : algorithms_to_run(o, n)) {
+  for (const std::string& algo : algorithms_to_run(o, n, servers_from_env())) {
     if (me == 0 && !algo.empty()) print("# algorithm " + algo + "\n");
     for (const Case& c : expand_cases(o, n, algo)) {
       for (const std::uint64_t size : sizes) {
@@ -154,7 +161,8 @@ int main(int argc, char** argv) {
   if (!parsed.options) return parsed.exit_code;
   const PerfOptions& o = *parsed.options;
   try {
-    if (!tools::env_set(kSpawnedMarker)) {
+    // A dedicated server started by --servers joins the job (from_env serves and exits).
+    if (!tools::env_set(kSpawnedMarker) && !is_server_process()) {
       if (o.ranks) return spawn_local(*o.ranks, argc, argv, o);
       if (!tools::launched_externally()) return spawn_local(kDefaultLocalRanks, argc, argv, o);
     }

@@ -19,11 +19,15 @@ int main(int argc, char** argv) {
       "returned; a timeout returns 124.",
       "strata-run"};
   int nranks = 0;
+  int nservers = 0;
   double timeout_s = 0;
   bool tag_output = false;
   bool rank0_stdout = false;
   std::vector<std::string> command;
   app.add_option("-n,--ranks,--np", nranks, "Number of ranks")->required()->check(CLI::Range(1, 4096));
+  app.add_option("--servers", nservers,
+                 "Also start this many dedicated parameter servers (the same command with STRATA_ROLE=server)")
+      ->check(CLI::Range(0, 4096));
   app.add_option("--timeout", timeout_s, "Stop every rank after this many seconds and exit 124 (0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--tag-output", tag_output, "Prefix every output line with \"[rank N] \"");
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
 
   strata::tools::LaunchSpec spec;
   spec.nranks = nranks;
+  spec.nservers = nservers;
   spec.argv = command;
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000.0));
   spec.tag_output = tag_output;

@@ -4,5 +4,6 @@
 #include "strata/communicator.hpp"
 #include "strata/errors.hpp"
 #include "strata/options.hpp"
+#include "strata/server.hpp"
 #include "strata/types.hpp"
 #include "strata/work.hpp"

@@ -77,4 +77,13 @@ void direct_allgather(Context& ctx, const Group& g, const void* send, void* recv
 // Dissemination barrier: ceil(log2 p) rounds of empty messages.
 void dissemination_barrier(Context& ctx, const Group& g);
 
+// Dedicated parameter servers (g.servers): every worker pushes the vector, split by
+// server shard; each server sums its shard over the workers and sends back what each
+// worker pulls (allreduce: everything; reduce_scatter: its block). `count` is the
+// per-rank count as in the public API.
+void param_server_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                            std::size_t count, DataType dt, ReduceOp op);
+void param_server_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+                                 std::size_t recvcount, DataType dt, ReduceOp op);
+
 }  // namespace strata::collectives

@@ -34,6 +34,14 @@ RequestPtr Context::recv(int peer, Channel ch, void* buf, std::size_t bytes) {
   return p_.transport->irecv(peer, transport::collective_tag(p_.seq, ch), buf, bytes);
 }
 
+RequestPtr Context::send_tagged(int peer, transport::Tag tag, const void* buf, std::size_t bytes) {
+  return p_.transport->isend(peer, tag, buf, bytes);
+}
+
+RequestPtr Context::recv_tagged(int peer, transport::Tag tag, void* buf, std::size_t bytes) {
+  return p_.transport->irecv(peer, tag, buf, bytes);
+}
+
 void Context::wait(const RequestPtr& r) { wait_all({r}); }
 
 std::size_t Context::wait_bytes(const RequestPtr& r) {

@@ -17,12 +17,25 @@ using transport::Channel;
 using transport::Clock;
 using transport::RequestPtr;
 
+// What an algorithm's supports() may ask of a group: its size, and how many dedicated
+// parameter-server processes serve it (only a communicator's world group, and only when
+// it was started with STRATA_SERVERS). Converts from a bare size, all most callers know.
+struct GroupShape {
+  int size = 1;
+  int servers = 0;
+  GroupShape(int size_, int servers_ = 0) : size(size_), servers(servers_) {}  // NOLINT: implicit on purpose
+};
+
 // The ranks one algorithm runs over, in the order the algorithm uses; `me` indexes it.
 struct Group {
   std::vector<int> ranks;
   int me = 0;
+  // Transport ranks of the dedicated servers attached to this group (ps/server.hpp);
+  // they are not members and run no algorithm, they answer param_server's pushes.
+  std::vector<int> servers;
   int size() const { return static_cast<int>(ranks.size()); }
   int rank(int i) const { return ranks[static_cast<std::size_t>(i)]; }
+  GroupShape shape() const { return {size(), static_cast<int>(servers.size())}; }
   static Group world(int rank, int size);
 };
 
@@ -59,6 +72,10 @@ class Context {
   // Peers are transport ranks (use Group::rank to translate).
   RequestPtr send(int peer, Channel ch, const void* buf, std::size_t bytes);
   RequestPtr recv(int peer, Channel ch, void* buf, std::size_t bytes);
+  // On an explicit tag instead of this collective's: for streams that outlive one
+  // collective, such as a worker's conversation with a dedicated server.
+  RequestPtr send_tagged(int peer, transport::Tag tag, const void* buf, std::size_t bytes);
+  RequestPtr recv_tagged(int peer, transport::Tag tag, void* buf, std::size_t bytes);
   void wait(const RequestPtr& r);
   void wait_all(const std::vector<RequestPtr>& rs);
   // Waits until at least `r` is done, also failing on mismatch; returns its byte count.

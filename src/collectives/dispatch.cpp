@@ -48,10 +48,10 @@ void run_collective(Context& ctx, const Group& g, const CollArgs& a) {
     // The algorithm is part of the fingerprint, so ranks naming different ones get a
     // MismatchError rather than messages that do not fit.
     // Communicator checks this before queueing; this guards plans that pass it along.
-    if (!a.algorithm->supports(a.kind, a.dtype, a.count, g.size()))
+    if (!a.algorithm->supports(a.kind, a.dtype, a.count, g.shape()))
       throw InvalidArgument(ctx.what() + ": algorithm " + a.algorithm->name + " does not support it over " +
-                            std::to_string(g.size()) + " ranks (valid: " +
-                            algorithm_names(a.kind, a.dtype, a.count, g.size()) + ")");
+                            std::to_string(g.size()) + " ranks and " + std::to_string(g.servers.size()) +
+                            " dedicated servers (valid: " + algorithm_names(a.kind, a.dtype, a.count, g.shape()) + ")");
     return a.algorithm->run(ctx, g, a);
   }
   default_algorithm(g, a).run(ctx, g, a);

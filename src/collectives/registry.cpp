@@ -11,8 +11,13 @@ using K = CollectiveKind;
 // Every algorithm handles every dtype, op, count (0 included) and group size; they
 // differ only in the collectives they implement.
 template <K... kinds>
-bool only(CollectiveKind kind, DataType, std::size_t, int) {
+bool only(CollectiveKind kind, DataType, std::size_t, GroupShape) {
   return ((kind == kinds) || ...);
+}
+
+// Only where dedicated servers exist to push to.
+bool served(CollectiveKind kind, DataType, std::size_t, GroupShape g) {
+  return g.servers > 0 && (kind == K::allreduce || kind == K::reduce_scatter);
 }
 
 void run_ring(Context& ctx, const Group& g, const CollArgs& a) {
@@ -59,6 +64,11 @@ void run_direct(Context& ctx, const Group& g, const CollArgs& a) {
   }
 }
 
+void run_param_server(Context& ctx, const Group& g, const CollArgs& a) {
+  if (a.kind == K::reduce_scatter) return param_server_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+  param_server_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+}
+
 void run_dissemination(Context& ctx, const Group& g, const CollArgs&) { dissemination_barrier(ctx, g); }
 
 constexpr Algorithm kAlgorithms[] = {
@@ -89,13 +99,17 @@ constexpr Algorithm kAlgorithms[] = {
     {AlgorithmId::dissemination, "dissemination",
      "dissemination barrier, ceil(log2 p) rounds of empty messages",
      only<K::barrier>, run_dissemination},
+    {AlgorithmId::param_server, "param_server",
+     "dedicated server processes (STRATA_ROLE=server) each hold a shard: workers push, "
+     "servers sum, workers pull; worker NICs carry the vector once each way",
+     served, run_param_server},
 };
 
 // algorithm(id) indexes the table, so it must list every id once, in order.
 constexpr bool ids_in_order() {
   for (std::size_t i = 0; i < std::size(kAlgorithms); ++i)
     if (static_cast<std::size_t>(kAlgorithms[i].id) != i) return false;
-  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::dissemination) + 1;
+  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::param_server) + 1;
 }
 static_assert(ids_in_order());
 
@@ -117,10 +131,10 @@ std::string algorithm_names() {
   return s;
 }
 
-std::string algorithm_names(CollectiveKind kind, DataType dt, std::size_t count, int group_size) {
+std::string algorithm_names(CollectiveKind kind, DataType dt, std::size_t count, GroupShape group) {
   std::string s;
   for (const auto& a : kAlgorithms)
-    if (a.supports(kind, dt, count, group_size)) s += (s.empty() ? "" : ", ") + std::string(a.name);
+    if (a.supports(kind, dt, count, group)) s += (s.empty() ? "" : ", ") + std::string(a.name);
   return s;
 }
 

@@ -14,7 +14,8 @@
 namespace strata::collectives {
 
 enum class AlgorithmId : std::uint8_t {
-  ring, recursive_doubling, binomial, chain, halving_doubling, double_tree, direct, dissemination
+  ring, recursive_doubling, binomial, chain, halving_doubling, double_tree, direct, dissemination,
+  param_server
 };
 
 struct Algorithm {
@@ -24,7 +25,7 @@ struct Algorithm {
   // Whether run() carries out this collective correctly for these arguments: a question
   // of capability only. Which one is fastest is the selector's business. count is the
   // per-rank count as in CollArgs.
-  bool (*supports)(CollectiveKind kind, DataType dt, std::size_t count, int group_size);
+  bool (*supports)(CollectiveKind kind, DataType dt, std::size_t count, GroupShape group);
   // Runs the collective over g; all ranks of g call it with the same arguments.
   void (*run)(Context& ctx, const Group& g, const CollArgs& a);
 };
@@ -36,6 +37,6 @@ const Algorithm& algorithm(AlgorithmId id);
 const Algorithm* find_algorithm(std::string_view name);
 // "ring, recursive_doubling, ...": every name, or those that support the arguments.
 std::string algorithm_names();
-std::string algorithm_names(CollectiveKind kind, DataType dt, std::size_t count, int group_size);
+std::string algorithm_names(CollectiveKind kind, DataType dt, std::size_t count, GroupShape group);
 
 }  // namespace strata::collectives

@@ -9,10 +9,12 @@
 #include "bootstrap/launch_env.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
+#include "core/world_join.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "quant/compressed_allreduce.hpp"
+#include "ps/protocol.hpp"
 #include "collectives/registry.hpp"
 #include "quant/compression.hpp"
 #include "topology/topology_file.hpp"
@@ -24,32 +26,6 @@ namespace strata::detail {
 using transport::Clock;
 
 namespace {
-
-TransportKind resolve_transport(TransportKind k) {
-  if (k != TransportKind::automatic) return k;
-  const std::string v = config::get_string("transport");
-  if (v == "ucx") return TransportKind::ucx;
-  if (v == "tcp") return TransportKind::tcp;
-  throw InvalidArgument("STRATA_TRANSPORT='" + v + "' is not one of ucx, tcp");
-}
-
-std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds t) {
-  if (t.count() > 0) return t;
-  const double s = config::get_real("timeout_s");
-  if (!(s > 0)) throw InvalidArgument("STRATA_TIMEOUT_S must be positive");
-  return std::chrono::milliseconds(static_cast<long long>(s * 1000));
-}
-
-// "rendezvous timed out waiting for rank/2, rank/5" -> "rank(s) 2, 5 did not join".
-std::string absent_ranks(const std::string& msg) {
-  std::string ranks;
-  for (std::size_t pos = msg.find("rank/"); pos != std::string::npos; pos = msg.find("rank/", pos + 1)) {
-    std::size_t end = pos + 5;
-    while (end < msg.size() && std::isdigit(static_cast<unsigned char>(msg[end]))) ++end;
-    ranks += (ranks.empty() ? "" : ", ") + msg.substr(pos + 5, end - pos - 5);
-  }
-  return ranks;
-}
 
 // " (algorithm ring here, double_tree there)" when only the algorithms differ, which the
 // descriptions do not show.
@@ -94,7 +70,24 @@ CommImpl::CommImpl(const Setup& s)
 CommImpl::~CommImpl() {
   engine_->stop();  // drains queued work first
   engine_.reset();
+  close_servers();
   transport_.reset();
+}
+
+void CommImpl::close_servers() {
+  if (servers_ == 0 || transport_->aborted()) return;
+  // Servers stop once every worker has said so; one that never hears it is stopped by
+  // its launcher, so a bounded wait is enough here.
+  static const ps::PushHeader bye;  // op close
+  std::vector<transport::RequestPtr> sent;
+  for (int j = 0; j < servers_; ++j)
+    sent.push_back(transport_->isend(size_ + j, ps::tag(ps::Stream::header), &bye, sizeof bye));
+  try {
+    if (!transport::wait_all(*transport_, sent, Clock::now() + std::chrono::seconds(5)))
+      log::warn("closing: a dedicated server did not take the close message within 5 s");
+  } catch (const std::exception& e) {
+    log::warn(std::string("closing: could not tell the dedicated servers: ") + e.what());
+  }
 }
 
 void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
@@ -103,57 +96,13 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
   auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
   bootstrap::PrefixStore store(tcp_store, s.key_prefix);
 
-  const Locality mine = bootstrap::local_locality();
-  bootstrap::wire::RankRecord rec;
-  rec.set_rank(rank_);
-  rec.set_host(mine.host);
-  rec.set_region(mine.region);
-  rec.set_cluster(mine.cluster);
-  rec.set_rack(mine.rack);
-  rec.set_pid(static_cast<int>(::getpid()));
-  store.set("rank/" + std::to_string(rank_), rec.SerializeAsString());
-  std::vector<std::string> keys;
-  for (int r = 0; r < size_; ++r) keys.push_back("rank/" + std::to_string(r));
-  std::vector<std::string> records;
-  try {
-    records = store.get(keys, deadline);
-  } catch (const TimeoutError& e) {
-    throw TimeoutError("communicator creation on rank " + std::to_string(rank_) + ": rank(s) " +
-                       absent_ranks(e.what()) + " of " + std::to_string(size_) +
-                       " did not join within " + std::to_string(timeout_.count() / 1000.0) +
-                       " s (STRATA_TIMEOUT_S)");
-  }
-  localities_.resize(static_cast<std::size_t>(size_));
-  for (int r = 0; r < size_; ++r) {
-    bootstrap::wire::RankRecord other;
-    other.ParseFromString(records[static_cast<std::size_t>(r)]);
-    auto& l = localities_[static_cast<std::size_t>(r)];
-    l.host = other.host();
-    l.region = other.region();
-    l.cluster = other.cluster();
-    l.rack = other.rack();
-    for (int q = 0; q < r; ++q)
-      if (localities_[static_cast<std::size_t>(q)].host == l.host) ++l.local_rank;
-  }
-  plan_levels();
-  transport_ = transport::make_transport(kind_, rank_, size_, store, deadline);
-  // Peers in other regions are reached over the striped WAN link.
-  std::vector<bool> remote(static_cast<std::size_t>(size_));
-  bool any_remote = false;
-  for (int r = 0; r < size_; ++r) {
-    remote[static_cast<std::size_t>(r)] = localities_[static_cast<std::size_t>(r)].region !=
-                                          localities_[static_cast<std::size_t>(rank_)].region;
-    any_remote = any_remote || remote[static_cast<std::size_t>(r)];
-  }
-  if (any_remote && config::get_int("wan_link") != 0)
-    transport_ = std::make_unique<wan::RoutedTransport>(
-        std::move(transport_), transport::make_wan_transport(rank_, size_, store, deadline),
-        std::move(remote));
-  // Nobody may leave (and rank 0 may not stop the store) before everyone is connected.
-  store.set("ready/" + std::to_string(rank_), "1");
-  keys.clear();
-  for (int r = 0; r < size_; ++r) keys.push_back("ready/" + std::to_string(r));
-  store.get(keys, deadline);
+  servers_ = configured_servers();
+  const WorldShape shape{rank_, size_, servers_};
+  auto all = exchange_localities(store, shape, deadline, timeout_);
+  localities_.assign(all.begin(), all.begin() + size_);
+  plan_levels();  // may move workers by the topology file's placements
+  std::copy(localities_.begin(), localities_.end(), all.begin());
+  transport_ = connect_world(store, kind_, shape, all, deadline);
   build_selector(store, deadline);
 }
 
@@ -174,6 +123,7 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   selector_ = std::make_unique<topology::Selector>(
       std::move(figures), localities_, topology::parse_algorithm_rules(config::get_string("algo"), "STRATA_ALGO", true));
   world_ = collectives::Group::world(rank_, size_);
+  for (int j = 0; j < servers_; ++j) world_.servers.push_back(size_ + j);
   selector_->add_group(world_);
   if (plan_)
     for (const auto& g : plan_->mine) selector_->add_group(g);
@@ -306,7 +256,7 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
   // Plans' per-level calls pick their algorithms with this communicator's selector.
   const collectives::SelectorScope selector_scope(selector_.get());
   try {
-    const auto world = collectives::Group::world(rank_, size_);
+    const auto& world = world_;
     if (a.compression && a.compression->scope == Compression::Scope::everywhere) {
       if (a.send != a.recv) std::memcpy(a.recv, a.send, a.count * sizeof(float));
       quant::compressed_allreduce(ctx, world, static_cast<float*>(a.recv), a.count, *a.compression, &feedback_,

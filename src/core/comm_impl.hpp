@@ -40,6 +40,7 @@ class CommImpl {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  int servers() const { return servers_; }
   const Locality& locality(int r) const;
   TransportKind transport_kind() const { return kind_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -72,9 +73,11 @@ class CommImpl {
   // Probes the links (or reads the cache) and builds the selector; collective.
   void build_selector(bootstrap::Store& store, transport::Clock::time_point deadline);
   void on_error(const std::exception_ptr& e);
+  void close_servers();  // tells the dedicated servers this worker is done
 
   int rank_;
   int size_;
+  int servers_ = 0;  // dedicated parameter servers, transport ranks size_ .. size_+servers_-1
   TransportKind kind_;
   std::chrono::milliseconds timeout_;
   std::size_t chunk_bytes_;

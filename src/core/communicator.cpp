@@ -2,15 +2,18 @@
 #include "strata/communicator.hpp"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 
 #include "bootstrap/launch_env.hpp"
 #include "collectives/registry.hpp"
 #include "core/comm_impl.hpp"
+#include "core/log.hpp"
 #include "core/unique_id.hpp"
 #include "quant/compression.hpp"
 #include "strata/errors.hpp"
+#include "strata/server.hpp"
 #include "topology/algorithm_rules.hpp"
 
 namespace strata {
@@ -18,6 +21,9 @@ namespace strata {
 using detail::CommImpl;
 
 namespace {
+
+// What an algorithm named for a call runs over: the ranks and any dedicated servers.
+collectives::GroupShape shape_of(const CommImpl& c) { return {c.size(), c.servers()}; }
 
 struct Checker {
   const char* collective;
@@ -52,9 +58,9 @@ struct Checker {
   // CallOptions::algorithm: rules of the override grammar (topology/algorithm_rules.hpp),
   // a registered name being the simplest; the one matching this call must implement it.
   const collectives::Algorithm* algorithm(const CallOptions& o, CollectiveKind kind, DataType dt,
-                                          std::size_t count, int size) const {
+                                          std::size_t count, collectives::GroupShape shape) const {
     try {
-      return topology::resolve_call_algorithm(o.algorithm, kind, dt, count, size);
+      return topology::resolve_call_algorithm(o.algorithm, kind, dt, count, shape);
     } catch (const InvalidArgument& e) {
       fail(e.what());
     }
@@ -108,6 +114,13 @@ Communicator::Communicator(const UniqueId& id, int rank, int size, const CommOpt
 }
 
 Communicator Communicator::from_env(const CommOptions& opts) {
+  if (is_server_process()) {
+    // One script for both roles (include/strata/server.hpp): a server never returns a
+    // communicator; it serves until the workers are done and the process ends there.
+    const ServerStats st = serve_from_env(opts);
+    log::info("dedicated server done: " + std::to_string(st.operations) + " collectives");
+    std::exit(0);
+  }
   const auto info = bootstrap::discover_launch();
   return Communicator(info.rank, info.size, info.root, opts);
 }
@@ -133,7 +146,7 @@ Work Communicator::allreduce(const void* send, void* recv, std::size_t count, Da
   c.buffer(recv, b, "recv", dt);
   c.overlap(send, b, recv, b, 0, 0);
   collectives::CollArgs args{CollectiveKind::allreduce, send, recv, count, dt, op, 0, std::nullopt,
-                             c.algorithm(o, CollectiveKind::allreduce, dt, count, size())};
+                             c.algorithm(o, CollectiveKind::allreduce, dt, count, shape_of(*impl_))};
   Compression z = impl_->compression_for(o);
   // STRATA_COMPRESS is a policy for the allreduces it can serve (f32 sum/avg gradients);
   // a per-call option is a demand, and anything it cannot serve is an error.
@@ -185,7 +198,7 @@ Work Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv
   c.buffer(recv, rb, "recv", dt);
   c.overlap(send, sb, recv, rb, -1, static_cast<std::ptrdiff_t>(rb) * rank());
   return impl_->collective({CollectiveKind::reduce_scatter, send, recv, recvcount, dt, op, 0, std::nullopt,
-                            c.algorithm(o, CollectiveKind::reduce_scatter, dt, recvcount, size())}, o);
+                            c.algorithm(o, CollectiveKind::reduce_scatter, dt, recvcount, shape_of(*impl_))}, o);
 }
 
 Work Communicator::allgather(const void* send, void* recv, std::size_t sendcount, DataType dt,
@@ -198,7 +211,7 @@ Work Communicator::allgather(const void* send, void* recv, std::size_t sendcount
   c.buffer(recv, rb, "recv", dt);
   c.overlap(send, sb, recv, rb, static_cast<std::ptrdiff_t>(sb) * rank(), -1);
   return impl_->collective({CollectiveKind::allgather, send, recv, sendcount, dt, ReduceOp::sum, 0, std::nullopt,
-                            c.algorithm(o, CollectiveKind::allgather, dt, sendcount, size())}, o);
+                            c.algorithm(o, CollectiveKind::allgather, dt, sendcount, shape_of(*impl_))}, o);
 }
 
 Work Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType dt,
@@ -212,7 +225,7 @@ Work Communicator::broadcast(const void* send, void* recv, std::size_t count, Da
   if (rank() == root) c.overlap(send, b, recv, b, 0, 0);
   return impl_->collective({CollectiveKind::broadcast, rank() == root ? send : recv, recv, count, dt,
                             ReduceOp::sum, root, std::nullopt,
-                            c.algorithm(o, CollectiveKind::broadcast, dt, count, size())}, o);
+                            c.algorithm(o, CollectiveKind::broadcast, dt, count, shape_of(*impl_))}, o);
 }
 
 Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataType dt,
@@ -228,13 +241,13 @@ Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataT
     c.overlap(send, b, recv, b, 0, 0);
   }
   return impl_->collective({CollectiveKind::reduce, send, rank() == root ? recv : nullptr, count, dt,
-                            op, root, std::nullopt, c.algorithm(o, CollectiveKind::reduce, dt, count, size())}, o);
+                            op, root, std::nullopt, c.algorithm(o, CollectiveKind::reduce, dt, count, shape_of(*impl_))}, o);
 }
 
 Work Communicator::barrier(const CallOptions& o) {
   const Checker c{"barrier", rank()};
   return impl_->collective({CollectiveKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::sum, 0,
-                            std::nullopt, c.algorithm(o, CollectiveKind::barrier, DataType::u8, 0, size())}, o);
+                            std::nullopt, c.algorithm(o, CollectiveKind::barrier, DataType::u8, 0, shape_of(*impl_))}, o);
 }
 
 Work Communicator::send(const void* buf, std::size_t count, DataType dt, int peer,

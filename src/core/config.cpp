@@ -13,6 +13,11 @@ const std::vector<Setting>& registry() {
       {"timeout_s", "STRATA_TIMEOUT_S", Type::real, "300",
        "Deadline in seconds for bootstrap and for each collective; on expiry the error names "
        "the ranks that did not answer."},
+      {"servers", "STRATA_SERVERS", Type::integer, "0",
+       "Dedicated parameter-server processes (started with STRATA_ROLE=server) that workers push to; "
+       "every worker and server must agree."},
+      {"role", "STRATA_ROLE", Type::string, "worker",
+       "worker, or server: Communicator::from_env serves as a dedicated parameter server and exits."},
       {"algo", "STRATA_ALGO", Type::string, "auto",
        "Plan: auto (hierarchical when the ranks span several regions: split rail on a "
        "uniform layout, leaders otherwise; else flat), hier, or flat."},

@@ -196,8 +196,9 @@ std::string format_size(std::uint64_t bytes) {
 }
 
 const collectives::Algorithm* resolve_call_algorithm(const std::string& spec, CollectiveKind kind, DataType dt,
-                                                     std::size_t count, int group_size) {
+                                                     std::size_t count, collectives::GroupShape group) {
   if (spec.empty()) return nullptr;
+  const int group_size = group.size;
   // Callers repeat one spec call after call (a benchmark loop, a training step), so the
   // last parse is kept per thread.
   thread_local std::string last_spec;
@@ -208,10 +209,11 @@ const collectives::Algorithm* resolve_call_algorithm(const std::string& spec, Co
   }
   const AlgorithmRule* r = last_rules.match(kind, message_bytes(kind, count, dt, group_size));
   if (!r || !r->algorithm) return nullptr;
-  if (!r->algorithm->supports(kind, dt, count, group_size))
+  if (!r->algorithm->supports(kind, dt, count, group))
     throw InvalidArgument("algorithm '" + r->text + "' does not support " + to_string(kind) + " of " +
-                          to_string(dt) + " over " + std::to_string(group_size) + " ranks (valid: " +
-                          collectives::algorithm_names(kind, dt, count, group_size) + ")");
+                          to_string(dt) + " over " + std::to_string(group_size) + " ranks" +
+                          (group.servers ? "" : " without dedicated servers") + " (valid: " +
+                          collectives::algorithm_names(kind, dt, count, group) + ")");
   return r->algorithm;
 }
 

@@ -72,6 +72,6 @@ std::string format_size(std::uint64_t bytes);
 // or no rule matches; the matching rule's algorithm otherwise. Throws InvalidArgument when
 // the spec does not parse or the algorithm it names does not support the call.
 const collectives::Algorithm* resolve_call_algorithm(const std::string& spec, CollectiveKind kind,
-                                                     DataType dt, std::size_t count, int group_size);
+                                                     DataType dt, std::size_t count, collectives::GroupShape group);
 
 }  // namespace strata::topology

@@ -67,6 +67,18 @@ Cost operator+(Cost a, const Cost& b) {
 // Chunks a pipelined algorithm cuts n bytes into, as patterns.hpp's chunk_count does.
 double chunks(double n, double chunk) { return std::max(1.0, std::ceil(n / std::max(chunk, 1.0))); }
 
+// Dedicated servers: push then pull, two hops. A worker's link carries the vector out
+// (N) and what it pulls back; a server's carries p pushes of its shard in and p pulls
+// out, and it reduces p - 1 copies of its shard. Links are full duplex, so the busier
+// direction of the busiest link counts; both sides post one message per peer at once.
+std::optional<Cost> param_server(int p, double N, double pulled, const GroupCost& g) {
+  if (g.servers < 1) return std::nullopt;
+  const double S = g.servers, q = p;
+  const double shard = N / S;
+  const double on_link = std::max(std::max(N, pulled), q * shard);
+  return terms(2, on_link, (q - 1) * shard, g, 2 * (std::max(q, S) - 1));
+}
+
 std::optional<Cost> allreduce(AlgorithmId a, int p, double N, const GroupCost& g) {
   const double q = p, f = (q - 1) / q;
   const int p2 = 1 << log2_floor(p), L = log2_floor(p);
@@ -94,6 +106,8 @@ std::optional<Cost> allreduce(AlgorithmId a, int p, double N, const GroupCost& g
     case AlgorithmId::direct:
       // Two rounds, each of p - 1 messages posted at once.
       return terms(2, 2 * f * N, f * N, g, 2 * (q - 2));
+    case AlgorithmId::param_server:
+      return param_server(p, N, N, g);
     default:
       return std::nullopt;
   }
@@ -113,6 +127,8 @@ std::optional<Cost> reduce_scatter(AlgorithmId a, int p, double N, const GroupCo
     }
     case AlgorithmId::direct:
       return terms(1, f * N, f * N, g, q - 2);
+    case AlgorithmId::param_server:
+      return param_server(p, N, N / q, g);
     default:
       return std::nullopt;
   }

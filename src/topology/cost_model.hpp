@@ -90,6 +90,8 @@ struct GroupCost {
   // members (the most members any region has). Their β terms are multiplied accordingly.
   double ring_sharing = 1;
   double wan_sharing = 1;
+  // Dedicated parameter servers serving the group, reached over the same links.
+  int servers = 0;
 };
 
 // Predicted cost of flat algorithm `a` running `kind` over p ranks; nullopt when `a` does

@@ -73,13 +73,14 @@ ScoreTable build_score_table(CollectiveKind kind, LinkClass cls, int p, const Gr
 }
 
 const Algorithm& first_supported(const std::vector<Score>& ranked, CollectiveKind kind, DataType dt,
-                                 std::size_t count, int group_size) {
+                                 std::size_t count, collectives::GroupShape group) {
+  const int group_size = group.size;
   for (const auto& s : ranked) {
     const Algorithm& a = collectives::algorithm(s.algorithm);
-    if (a.supports(kind, dt, count, group_size)) return a;
+    if (a.supports(kind, dt, count, group)) return a;
   }
   for (const auto& a : collectives::algorithms())
-    if (a.supports(kind, dt, count, group_size)) return a;
+    if (a.supports(kind, dt, count, group)) return a;
   throw InvalidArgument(std::string("no registered algorithm implements ") + to_string(kind) + " of " +
                         to_string(dt) + " over " + std::to_string(group_size) + " ranks");
 }
@@ -118,6 +119,7 @@ GroupCost Selector::class_cost(LinkClass c) const {
 GroupCost Selector::group_cost(const Group& g) const {
   const LinkClass c = group_class(g);
   GroupCost cost = class_cost(c);
+  cost.servers = static_cast<int>(g.servers.size());
   if (c == LinkClass::wan) {
     std::map<std::string, int> members, ring_out;  // per region
     std::vector<std::string> regions;
@@ -136,7 +138,7 @@ GroupCost Selector::group_cost(const Group& g) const {
 
 GroupCost Selector::cost_of(const Group& g) const {
   for (const auto& [ranks, cost] : known_)
-    if (ranks == g.ranks) return cost;
+    if (ranks == g.ranks && cost.servers == static_cast<int>(g.servers.size())) return cost;
   return group_cost(g);
 }
 
@@ -154,7 +156,7 @@ const ScoreTable* Selector::find(CollectiveKind kind, int p, const GroupCost& co
   for (const auto& t : tables_)
     if (t.kind == kind && t.group_size == p && t.cost.link == cost.link && t.cost.gamma == cost.gamma &&
         t.cost.chunk_bytes == cost.chunk_bytes && t.cost.ring_sharing == cost.ring_sharing &&
-        t.cost.wan_sharing == cost.wan_sharing)
+        t.cost.wan_sharing == cost.wan_sharing && t.cost.servers == cost.servers)
       return &t;
   return nullptr;
 }
@@ -162,17 +164,18 @@ const ScoreTable* Selector::find(CollectiveKind kind, int p, const GroupCost& co
 const Algorithm& Selector::choose(CollectiveKind kind, DataType dt, std::size_t count, const Group& g) const {
   const int p = g.size();
   const std::uint64_t bytes = message_bytes(kind, count, dt, p);
-  if (const AlgorithmRule* r = rules_.match(kind, bytes); r && r->algorithm && r->algorithm->supports(kind, dt, count, p))
+  if (const AlgorithmRule* r = rules_.match(kind, bytes);
+      r && r->algorithm && r->algorithm->supports(kind, dt, count, g.shape()))
     return *r->algorithm;
   const GroupCost cost = cost_of(g);
-  if (const ScoreTable* t = find(kind, p, cost)) return first_supported(t->at(bytes), kind, dt, count, p);
+  if (const ScoreTable* t = find(kind, p, cost)) return first_supported(t->at(bytes), kind, dt, count, g.shape());
   // A group nobody registered: rank it here, the same way on every rank.
   std::vector<Score> ranked;
   const double top = static_cast<double>(ScoreTable::bucket_top(ScoreTable::bucket(bytes)));
   for (const auto& a : collectives::algorithms())
     if (const auto c = predict(a.id, kind, p, top, cost)) ranked.push_back(Score{a.id, *c});
   rank_scores(ranked);
-  return first_supported(ranked, kind, dt, count, p);
+  return first_supported(ranked, kind, dt, count, g.shape());
 }
 
 std::string Selector::digest() const {
@@ -180,6 +183,7 @@ std::string Selector::digest() const {
   for (const auto& t : tables_)
     for (const auto& r : t.ranges()) {
       s += std::string(to_string(t.kind)) + " " + to_string(t.link_class) + " p=" + std::to_string(t.group_size) +
+           (t.cost.servers ? " servers=" + std::to_string(t.cost.servers) : std::string()) +
            " " + format_size(r.lo) + "-" + format_size(r.hi) + " " +
            collectives::algorithm(t.ranked[static_cast<std::size_t>(r.last_bucket)].front().algorithm).name + "\n";
     }

@@ -91,7 +91,7 @@ class Selector {
 // The first algorithm of `ranked` that supports the call, else any registered one that
 // does (the table only lists algorithms that implement the collective).
 const collectives::Algorithm& first_supported(const std::vector<Score>& ranked, CollectiveKind kind,
-                                              DataType dt, std::size_t count, int group_size);
+                                              DataType dt, std::size_t count, collectives::GroupShape group);
 
 // Why the winner of `ranked` won, in one line: what bounds it and by how much it beats
 // the next ("α-bound (α 81%, β 17%, γ 2%); 1.9x ahead of ring").

@@ -35,6 +35,12 @@ inline Tag collective_tag(std::uint64_t seq, Channel ch) {
 
 inline Tag p2p_tag(std::uint64_t seq) { return (1ull << 39) | ((seq & kSeqMask) << 8); }
 
+// Streams between a worker and a dedicated parameter server (ps/protocol.hpp): the
+// point-to-point space at its last sequence number. User send/recv never addresses a
+// server, so these cannot meet a user message; the reserved number keeps them apart
+// from the worker-to-worker p2p tags in traces as well.
+inline Tag server_tag(std::uint8_t stream) { return (1ull << 39) | (kSeqMask << 8) | stream; }
+
 static_assert(kTagBits == 40, "tag layout assumes 40 significant bits");
 
 }  // namespace strata::transport

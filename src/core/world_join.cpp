@@ -1,0 +1,124 @@
+#include "core/world_join.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+
+#include "bootstrap.pb.h"
+#include "bootstrap/launch_env.hpp"
+#include "core/config.hpp"
+#include "strata/errors.hpp"
+#include "transport/factory.hpp"
+#include "wan/routed_transport.hpp"
+
+namespace strata::detail {
+
+namespace {
+
+std::string record_key(const WorldShape& w, int t) {
+  return t < w.workers ? "rank/" + std::to_string(t) : "server/" + std::to_string(t - w.workers);
+}
+
+// The numbers after `kind` in "rendezvous timed out waiting for rank/2, rank/5, server/1":
+// "2, 5" for "rank/".
+std::string absent(const std::string& msg, const std::string& kind) {
+  std::string out;
+  for (std::size_t pos = msg.find(kind); pos != std::string::npos; pos = msg.find(kind, pos + 1)) {
+    std::size_t end = pos + kind.size();
+    while (end < msg.size() && std::isdigit(static_cast<unsigned char>(msg[end]))) ++end;
+    out += (out.empty() ? "" : ", ") + msg.substr(pos + kind.size(), end - pos - kind.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+TransportKind resolve_transport(TransportKind k) {
+  if (k != TransportKind::automatic) return k;
+  const std::string v = config::get_string("transport");
+  if (v == "ucx") return TransportKind::ucx;
+  if (v == "tcp") return TransportKind::tcp;
+  throw InvalidArgument("STRATA_TRANSPORT='" + v + "' is not one of ucx, tcp");
+}
+
+std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds t) {
+  if (t.count() > 0) return t;
+  const double s = config::get_real("timeout_s");
+  if (!(s > 0)) throw InvalidArgument("STRATA_TIMEOUT_S must be positive");
+  return std::chrono::milliseconds(static_cast<long long>(s * 1000));
+}
+
+int configured_servers() {
+  const auto s = config::get_int("servers");
+  if (s < 0 || s > 4096) throw InvalidArgument("STRATA_SERVERS=" + std::to_string(s) + " is not in 0..4096");
+  return static_cast<int>(s);
+}
+
+std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
+                                          transport::Clock::time_point deadline,
+                                          std::chrono::milliseconds timeout) {
+  const Locality mine = bootstrap::local_locality();
+  bootstrap::wire::RankRecord rec;
+  rec.set_rank(w.me);
+  rec.set_host(mine.host);
+  rec.set_region(mine.region);
+  rec.set_cluster(mine.cluster);
+  rec.set_rack(mine.rack);
+  rec.set_pid(static_cast<int>(::getpid()));
+  store.set(record_key(w, w.me), rec.SerializeAsString());
+  std::vector<std::string> keys;
+  for (int t = 0; t < w.size(); ++t) keys.push_back(record_key(w, t));
+  std::vector<std::string> records;
+  try {
+    records = store.get(keys, deadline);
+  } catch (const TimeoutError& e) {
+    const std::string who = w.is_server() ? "server " + std::to_string(w.me - w.workers) : "rank " + std::to_string(w.me);
+    const std::string ranks = absent(e.what(), "rank/"), servers = absent(e.what(), "server/");
+    std::string missing;
+    if (!ranks.empty()) missing = "rank(s) " + ranks + " of " + std::to_string(w.workers);
+    if (!servers.empty())
+      missing += (missing.empty() ? "" : " and ") + std::string("server(s) ") + servers + " of " + std::to_string(w.servers);
+    throw TimeoutError("communicator creation on " + who + ": " + missing + " did not join within " +
+                       std::to_string(timeout.count() / 1000.0) + " s (STRATA_TIMEOUT_S)");
+  }
+  std::vector<Locality> out(static_cast<std::size_t>(w.size()));
+  for (int t = 0; t < w.size(); ++t) {
+    bootstrap::wire::RankRecord other;
+    other.ParseFromString(records[static_cast<std::size_t>(t)]);
+    auto& l = out[static_cast<std::size_t>(t)];
+    l.host = other.host();
+    l.region = other.region();
+    l.cluster = other.cluster();
+    l.rack = other.rack();
+    for (int q = 0; q < t; ++q)
+      if (out[static_cast<std::size_t>(q)].host == l.host) ++l.local_rank;
+  }
+  return out;
+}
+
+std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, TransportKind kind,
+                                                    const WorldShape& w,
+                                                    const std::vector<Locality>& localities,
+                                                    transport::Clock::time_point deadline) {
+  auto t = transport::make_transport(kind, w.me, w.size(), store, deadline);
+  // Peers in other regions are reached over the striped WAN link. Every process decides
+  // alike: if any two processes differ in region, each has some peer elsewhere.
+  std::vector<bool> remote(static_cast<std::size_t>(w.size()));
+  bool any_remote = false;
+  for (int r = 0; r < w.size(); ++r) {
+    remote[static_cast<std::size_t>(r)] = localities[static_cast<std::size_t>(r)].region !=
+                                          localities[static_cast<std::size_t>(w.me)].region;
+    any_remote = any_remote || remote[static_cast<std::size_t>(r)];
+  }
+  if (any_remote && config::get_int("wan_link") != 0)
+    t = std::make_unique<wan::RoutedTransport>(std::move(t), transport::make_wan_transport(w.me, w.size(), store, deadline),
+                                               std::move(remote));
+  // Nobody may leave (and rank 0 may not stop the store) before everyone is connected.
+  store.set("ready/" + std::to_string(w.me), "1");
+  std::vector<std::string> keys;
+  for (int r = 0; r < w.size(); ++r) keys.push_back("ready/" + std::to_string(r));
+  store.get(keys, deadline);
+  return t;
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,47 @@
+// Joining a world at creation, shared by communicators and dedicated servers: publish
+// this process's locality, read everyone's, connect the transport (with the WAN link for
+// peers in other regions), and wait until every process is connected.
+//
+// Transport ranks: workers 0..N-1 (the communicator's ranks), then the S dedicated
+// servers N..N+S-1. Workers publish "rank/<r>", servers "server/<j>", all "ready/<t>".
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.hpp"
+#include "strata/communicator.hpp"
+#include "transport/transport.hpp"
+
+namespace strata::detail {
+
+struct WorldShape {
+  int me = 0;       // transport rank
+  int workers = 1;  // N
+  int servers = 0;  // S
+  int size() const { return workers + servers; }
+  bool is_server() const { return me >= workers; }
+};
+
+TransportKind resolve_transport(TransportKind k);       // automatic: STRATA_TRANSPORT
+std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds t);  // 0: STRATA_TIMEOUT_S
+
+// Publishes this process's record and returns every process's locality, by transport
+// rank. A TimeoutError names the workers or servers that did not join.
+std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
+                                          transport::Clock::time_point deadline,
+                                          std::chrono::milliseconds timeout);
+
+// The transport to every process (routed over the WAN link for other regions when
+// STRATA_WAN_LINK allows), after everyone has connected.
+std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, TransportKind kind,
+                                                    const WorldShape& w,
+                                                    const std::vector<Locality>& localities,
+                                                    transport::Clock::time_point deadline);
+
+// STRATA_SERVERS, checked.
+int configured_servers();
+
+}  // namespace strata::detail
