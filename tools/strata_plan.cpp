@@ -199,19 +199,32 @@ void print_level(const topo::Selector& sel, const collectives::Group& g, const s
   }
 }
 
+// What the model charges a hierarchical plan: each level at its largest group's links.
+struct PlanCost {
+  std::vector<topo::LevelCost> levels;
+  bool split = true;
+  std::size_t small_bytes = 0;
+  PlanCost(const topo::Selector& sel, const hierarchy::Plan& plan)
+      : split(plan.kind == hierarchy::Plan::Kind::split_rail), small_bytes(sel.figures().small_bytes) {
+    for (std::size_t i = 0; i < plan.levels.size(); ++i) {
+      const auto& lg = plan.levels[i];
+      std::size_t largest = 0, at = 0;
+      for (std::size_t k = 0; k < lg.groups.size(); ++k)
+        if (lg.groups[k].size() > largest) largest = lg.groups[k].size(), at = k;
+      collectives::Group g;
+      g.ranks = lg.groups[at];
+      levels.push_back(topo::LevelCost{lg.level, static_cast<int>(largest), sel.group_cost(g)});
+    }
+  }
+  topo::Cost predict(CollectiveKind kind, double bytes) const {
+    return split ? topo::predict_split_rail(kind, levels, bytes, small_bytes) : topo::predict_leader(kind, levels, bytes);
+  }
+};
+
 // Hierarchical plan against the best flat algorithm over the whole world.
 void print_plan_vs_flat(const topo::Selector& sel, const hierarchy::Plan& plan, const collectives::Group& world,
                         const std::vector<CollectiveKind>& kinds, const std::vector<std::uint64_t>& sizes) {
-  std::vector<topo::LevelCost> levels;
-  for (std::size_t i = 0; i < plan.levels.size(); ++i) {
-    const auto& lg = plan.levels[i];
-    std::size_t largest = 0, at = 0;
-    for (std::size_t k = 0; k < lg.groups.size(); ++k)
-      if (lg.groups[k].size() > largest) largest = lg.groups[k].size(), at = k;
-    collectives::Group g;
-    g.ranks = lg.groups[at];
-    levels.push_back(topo::LevelCost{lg.level, static_cast<int>(largest), sel.group_cost(g)});
-  }
+  const PlanCost pc(sel, plan);
   const bool split = plan.kind == hierarchy::Plan::Kind::split_rail;
   std::printf("\n%s plan against the best flat algorithm over all %d ranks (predicted)\n",
               split ? "split-rail" : "leader", world.size());
@@ -221,8 +234,7 @@ void print_plan_vs_flat(const topo::Selector& sel, const hierarchy::Plan& plan, 
     const auto wc = sel.group_cost(world);
     for (const std::uint64_t b : sizes) {
       const double n = static_cast<double>(b);
-      const topo::Cost h = split ? topo::predict_split_rail(kind, levels, n, sel.figures().small_bytes)
-                                 : topo::predict_leader(kind, levels, n);
+      const topo::Cost h = pc.predict(kind, n);
       const topo::Best f = topo::best_flat(kind, world.size(), n, wc);
       std::printf("  %10s %12s %12s  %-18s %.2fx\n", bytes_str(b).c_str(), seconds(h.total()).c_str(),
                   seconds(f.cost.total()).c_str(), collectives::algorithm(f.algorithm).name,
@@ -299,8 +311,13 @@ struct Tally {
 // Predicted against measured for every algorithm and size; the pick's measured time
 // against the measured best, beside the fixed threshold's pick and, when the files hold
 // runs without --algo, what the library's automatic choice measured.
+//
+// With a hierarchical plan (ranks in several regions) the plan is one more column,
+// "hier", measured by runs that the bench scripts label so (bench/wan/algo_sweep.sh), and
+// it is the pick for the collectives it runs: the automatic choice across regions.
 void print_measured(const topo::Selector& sel, const collectives::Group& world, const std::vector<std::string>& files,
-                    bool markdown) {
+                    bool markdown, const std::optional<hierarchy::Plan>& plan) {
+  const std::optional<PlanCost> plan_cost = plan ? std::optional<PlanCost>(PlanCost(sel, *plan)) : std::nullopt;
   std::map<std::tuple<std::string, int, std::uint64_t, std::string>, Sample> samples;
   for (const auto& f : files) read_measured(f, samples);
   const int p = world.size();
@@ -317,6 +334,8 @@ void print_measured(const topo::Selector& sel, const collectives::Group& world, 
     std::vector<std::string> algos;
     for (const auto& a : collectives::algorithms())
       if (topo::predict(a.id, *kind, p, 1, cost)) algos.push_back(a.name);
+    const bool plan_runs = plan_cost && *kind != CollectiveKind::reduce && *kind != CollectiveKind::barrier;
+    if (plan_runs) algos.push_back("hier");
     std::printf("\n%s, %d ranks: predicted / measured us (medians over runs of out-of-place and in-place)\n", coll.c_str(), p);
     std::string header = markdown ? "| size" : "      size";
     for (const auto& a : algos) header += sep + a;
@@ -333,7 +352,8 @@ void print_measured(const topo::Selector& sel, const collectives::Group& world, 
       std::string best;
       double best_us = 0;
       for (const auto& a : algos) {
-        const double pred = topo::predict(topo::find_algorithm_alias(a)->id, *kind, p, static_cast<double>(size), cost)->total();
+        const double pred = a == "hier" ? plan_cost->predict(*kind, static_cast<double>(size)).total()
+                                        : topo::predict(topo::find_algorithm_alias(a)->id, *kind, p, static_cast<double>(size), cost)->total();
         const auto it = by_algo.find(a);
         if (it == by_algo.end()) {
           line += sep + us(pred) + " / -";
@@ -343,9 +363,10 @@ void print_measured(const topo::Selector& sel, const collectives::Group& world, 
         if (best.empty() || it->second < best_us) best = a, best_us = it->second;
       }
       const std::size_t count = count_of(*kind, size, p);
-      const auto& pick = sel.choose(*kind, DataType::f32, count, world);
-      const auto& threshold = collectives::threshold_algorithm({*kind, nullptr, nullptr, count, DataType::f32});
-      const auto pick_it = by_algo.find(pick.name), threshold_it = by_algo.find(threshold.name), auto_it = by_algo.find("");
+      const std::string pick = plan_runs ? "hier" : sel.choose(*kind, DataType::f32, count, world).name;
+      const std::string threshold =
+          plan_runs ? "hier" : collectives::threshold_algorithm({*kind, nullptr, nullptr, count, DataType::f32}).name;
+      const auto pick_it = by_algo.find(pick), threshold_it = by_algo.find(threshold), auto_it = by_algo.find("");
       if (best.empty() || pick_it == by_algo.end() || threshold_it == by_algo.end()) {
         std::printf("%s%s(not every algorithm measured)\n", line.c_str(), sep.c_str());
         continue;
@@ -354,8 +375,8 @@ void print_measured(const topo::Selector& sel, const collectives::Group& world, 
       pick_tally.add(ratio);
       threshold_tally.add(threshold_ratio);
       char tail[200];
-      std::snprintf(tail, sizeof tail, "%s%s%s%.2fx%s%.2fx (%s)%s", sep.c_str(), pick.name, sep.c_str(), ratio, sep.c_str(),
-                    threshold_ratio, threshold.name, sep.c_str());
+      std::snprintf(tail, sizeof tail, "%s%s%s%.2fx%s%.2fx (%s)%s", sep.c_str(), pick.c_str(), sep.c_str(), ratio,
+                    sep.c_str(), threshold_ratio, threshold.c_str(), sep.c_str());
       line += tail;
       if (auto_it != by_algo.end()) {
         // The automatic runs can beat every forced one by noise: clamp at 1 for the tally.
@@ -366,7 +387,7 @@ void print_measured(const topo::Selector& sel, const collectives::Group& world, 
       } else {
         line += "-";
       }
-      if (ratio > 1.15) misses.push_back(coll + " " + sz + ": picked " + pick.name + ", measured best " + best);
+      if (ratio > 1.15) misses.push_back(coll + " " + sz + ": picked " + pick + ", measured best " + best);
       std::printf("%s%s\n", line.c_str(), markdown ? " |" : "");
     }
   }
@@ -400,7 +421,7 @@ void print_plan(const topo::Selector& sel, const std::vector<Locality>& ls, cons
   }
   print_level(sel, world, plan ? "flat (reduce and barrier, or STRATA_ALGO=flat)" : "flat", kinds, sizes);
   if (plan) print_plan_vs_flat(sel, *plan, world, kinds, sizes);
-  if (!o.measured.empty()) print_measured(sel, world, o.measured, o.markdown);
+  if (!o.measured.empty()) print_measured(sel, world, o.measured, o.markdown, plan);
 }
 
 int run_offline(const Options& o) {

@@ -86,12 +86,11 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
   const auto start = Clock::now();
   auto elapsed = [&] { return Seconds(Clock::now() - start); };
   std::vector<double> small, large;
-  // A first round trip that is quick next to the budget is a warm-up (connection setup,
-  // first page faults) and is dropped; on a slow link it is kept, since there may be no
-  // time for another.
+  // The first round trip is a warm-up (connection setup, first page faults) and is
+  // dropped, unless it took so much of the budget that there may be no time for another.
   auto warm_up = [&](std::vector<double>& into, std::size_t bytes) {
     const double rtt = round_trip(t, p.to, tag, out, in, bytes, deadline);
-    if (rtt > budget.count() / 20) into.push_back(rtt);
+    if (rtt > budget.count() / 4) into.push_back(rtt);
   };
   warm_up(small, kSmall);
   // Single messages and bursts in turn, so each burst is set against a single message
@@ -135,14 +134,22 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
 // Answers `from` on `tag` until it says stop.
 void respond(transport::Transport& t, int from, transport::Tag tag, Clock::time_point deadline) {
   std::vector<char> buf(kLarge, 0);
+  // Answers are not waited for one by one: a send over the WAN link completes only when
+  // acknowledged, and waiting would add a round trip per message of a burst that a
+  // collective posting several messages never pays. Each answer keeps its own copy.
+  std::vector<std::pair<transport::RequestPtr, std::vector<char>>> answers;
   for (;;) {
     auto r = t.irecv(from, tag, buf.data(), buf.size());
     wait_or_throw(t, r, deadline, from);
     std::uint64_t flag = kStop;
     std::memcpy(&flag, buf.data(), sizeof flag);
-    if (flag == kStop) return;
-    wait_or_throw(t, t.isend(from, tag, buf.data(), r->bytes()), deadline, from);
+    if (flag == kStop) break;
+    std::erase_if(answers, [](const auto& a) { return a.first->done() && a.first->error().empty(); });
+    answers.emplace_back(nullptr, std::vector<char>(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(r->bytes())));
+    auto& a = answers.back();
+    a.first = t.isend(from, tag, a.second.data(), a.second.size());
   }
+  for (const auto& a : answers) wait_or_throw(t, a.first, deadline, from);
 }
 
 // The gap: a round trip to each of `peers` at once, as a direct or tree round posts its
