@@ -81,36 +81,61 @@ void reduce_scatter_core(Context& ctx, const Group& g, const char* send, const L
 }
 
 // Every rank holds segment `own` of buf (own = me + constant); fills in all the others.
-void allgather_core(Context& ctx, const Group& g, char* buf, const Layout& L, int own) {
-  const int p = g.size(), me = g.me;
-  const std::size_t C = L.chunks, esz = L.esz;
-  const int next = g.rank(mod(me + 1, p)), prev = g.rank(mod(me - 1, p));
-  std::vector<RequestPtr> recvs(static_cast<std::size_t>(p - 1) * C);
-  std::vector<RequestPtr> sends;
-  sends.reserve(recvs.size());
-  auto chunk_ptr = [&](int s, std::size_t c) {
-    return buf + (L.seg_begin(s) + L.chunk_off(s, c)) * esz;
-  };
-  // Received chunks land in place, so every receive can be posted up front.
-  for (int k = 0; k < p - 1; ++k) {
-    const int s = ring_ag_recv_seg(own, k, p);
-    for (std::size_t c = 0; c < C; ++c)
-      recvs[static_cast<std::size_t>(k) * C + c] =
-          ctx.recv(prev, Channel::data, chunk_ptr(s, c), L.chunk_len(s, c) * esz);
-  }
-  for (std::size_t c = 0; c < C; ++c)
-    sends.push_back(ctx.send(next, Channel::data, chunk_ptr(own, c), L.chunk_len(own, c) * esz));
-  for (int k = 0; k < p - 1; ++k) {
-    const int s = ring_ag_recv_seg(own, k, p);
-    for (std::size_t c = 0; c < C; ++c) {
-      const auto& r = recvs[static_cast<std::size_t>(k) * C + c];
-      ctx.wait(r);
-      ctx.expect_bytes(r, L.chunk_len(s, c) * esz);
-      if (k + 1 < p - 1)
-        sends.push_back(ctx.send(next, Channel::data, chunk_ptr(s, c), L.chunk_len(s, c) * esz));
+// Received chunks land in place, so every receive is posted when the phase is created:
+// an allreduce creates it before its reduce-scatter, so that a neighbour that finishes
+// first finds its allgather chunks expected rather than queued (on TCP an unexpected
+// message costs a second copy). It then needs its own channel, as the reduce-scatter
+// keeps posting receives from the same neighbour. A final segment can only arrive after
+// this rank's own reads and writes of it in the reduce-scatter are over: its value
+// needs this rank's contribution to have gone round the ring first.
+class AllgatherPhase {
+ public:
+  AllgatherPhase(Context& ctx, const Group& g, char* buf, const Layout& L, int own, Channel ch)
+      : ctx_(ctx), g_(g), buf_(buf), L_(L), own_(own), ch_(ch) {
+    const int p = g.size();
+    recvs_.resize(static_cast<std::size_t>(p - 1) * L.chunks);
+    for (int k = 0; k < p - 1; ++k) {
+      const int s = ring_ag_recv_seg(own, k, p);
+      for (std::size_t c = 0; c < L.chunks; ++c)
+        recvs_[static_cast<std::size_t>(k) * L.chunks + c] =
+            ctx.recv(g.rank(mod(g.me - 1, p)), ch, chunk_ptr(s, c), L.chunk_len(s, c) * L.esz);
     }
   }
-  ctx.wait_all(sends);
+
+  void run() {
+    const int p = g_.size();
+    const std::size_t C = L_.chunks, esz = L_.esz;
+    const int next = g_.rank(mod(g_.me + 1, p));
+    std::vector<RequestPtr> sends;
+    sends.reserve(recvs_.size());
+    for (std::size_t c = 0; c < C; ++c)
+      sends.push_back(ctx_.send(next, ch_, chunk_ptr(own_, c), L_.chunk_len(own_, c) * esz));
+    for (int k = 0; k < p - 1; ++k) {
+      const int s = ring_ag_recv_seg(own_, k, p);
+      for (std::size_t c = 0; c < C; ++c) {
+        const auto& r = recvs_[static_cast<std::size_t>(k) * C + c];
+        ctx_.wait(r);
+        ctx_.expect_bytes(r, L_.chunk_len(s, c) * esz);
+        if (k + 1 < p - 1) sends.push_back(ctx_.send(next, ch_, chunk_ptr(s, c), L_.chunk_len(s, c) * esz));
+      }
+    }
+    ctx_.wait_all(sends);
+  }
+
+ private:
+  char* chunk_ptr(int s, std::size_t c) const { return buf_ + (L_.seg_begin(s) + L_.chunk_off(s, c)) * L_.esz; }
+
+  Context& ctx_;
+  const Group& g_;
+  char* buf_;
+  const Layout& L_;
+  int own_;
+  Channel ch_;
+  std::vector<RequestPtr> recvs_;
+};
+
+void allgather_core(Context& ctx, const Group& g, char* buf, const Layout& L, int own) {
+  AllgatherPhase(ctx, g, buf, L, own, Channel::data).run();
 }
 
 }  // namespace
@@ -121,13 +146,14 @@ void ring_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
   if (g.size() == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
   const Layout L(count, g.size(), dt, ctx.chunk_bytes());
   char* out = static_cast<char*>(recv);
+  const int own = ring_rs_final_seg(g.me, 0, g.size());
+  AllgatherPhase allgather(ctx, g, out, L, own, Channel::data2);
   reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, 0,
                       [&](int s) { return out + L.seg_begin(s) * esz; });
-  const int own = ring_rs_final_seg(g.me, 0, g.size());
   // Dividing before the allgather means one rank divides each segment: all ranks then
   // hold the same bits, and the work is 1/p of the vector.
   if (op == ReduceOp::avg) finish_avg(dt, out + L.seg_begin(own) * esz, L.seg_size(own), g.size());
-  allgather_core(ctx, g, out, L, own);
+  allgather.run();
 }
 
 void ring_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
