@@ -7,13 +7,12 @@
 #include <vector>
 
 #include "config.hpp"
+#include "comm.hpp"
 #include "connector.hpp"
 #include "devices.hpp"
 #include "errors.hpp"
 #include "listen_comm.hpp"
 #include "log.hpp"
-#include "recv_comm.hpp"
-#include "send_comm.hpp"
 
 namespace strata::nccl_net::api {
 
@@ -188,9 +187,9 @@ abi::Result isend(void* send_comm, void* data, std::size_t size, int tag, void* 
   return guarded("isend", [&] {
     if (!request) misuse("isend with a null request pointer");
     *request = nullptr;
-    auto& c = comm_of<SendComm>(send_comm, Comm::Kind::send, "send");
+    auto& c = comm_of<TransferComm>(send_comm, Comm::Kind::send, "send");
     std::lock_guard lock(c.mu);
-    *request = c.isend(data, size, tag);
+    *request = post_send(c, data, size, tag);
   });
 }
 
@@ -201,9 +200,9 @@ abi::Result irecv(void* recv_comm, int n, void** data, const std::size_t* sizes,
     // *request may hold NCCL_NET_OPTIONAL_RECV_COMPLETION on entry; a real request is
     // always returned and completes when the data is in place, which is always correct.
     *request = nullptr;
-    auto& c = comm_of<RecvComm>(recv_comm, Comm::Kind::recv, "receive");
+    auto& c = comm_of<TransferComm>(recv_comm, Comm::Kind::recv, "receive");
     std::lock_guard lock(c.mu);
-    *request = c.irecv(n, data, sizes, tags);
+    *request = post_recv(c, n, data, sizes, tags);
   });
 }
 
@@ -214,7 +213,7 @@ abi::Result iflush(void* recv_comm, int /*n*/, void** /*data*/, int* /*sizes*/, 
     // memory needs no flush, so answer with a request that is already complete.
     if (!request) misuse("iflush with a null request pointer");
     *request = nullptr;
-    auto& c = comm_of<RecvComm>(recv_comm, Comm::Kind::recv, "receive");
+    auto& c = comm_of<TransferComm>(recv_comm, Comm::Kind::recv, "receive");
     std::lock_guard lock(c.mu);
     c.check();
     *request = c.flush_request();
@@ -249,18 +248,18 @@ abi::Result test(void* request, int* done, int* sizes) noexcept {
 abi::Result close_send(void* send_comm) noexcept {
   return guarded("closeSend", [&] {
     if (!send_comm) return;
-    auto* c = &comm_of<SendComm>(send_comm, Comm::Kind::send, "send");
+    auto* c = &comm_of<TransferComm>(send_comm, Comm::Kind::send, "send");
     { std::lock_guard lock(c->mu); }  // let a call in progress on another thread finish
-    delete c;
+    destroy(c);
   });
 }
 
 abi::Result close_recv(void* recv_comm) noexcept {
   return guarded("closeRecv", [&] {
     if (!recv_comm) return;
-    auto* c = &comm_of<RecvComm>(recv_comm, Comm::Kind::recv, "receive");
+    auto* c = &comm_of<TransferComm>(recv_comm, Comm::Kind::recv, "receive");
     { std::lock_guard lock(c->mu); }
-    delete c;
+    destroy(c);
   });
 }
 

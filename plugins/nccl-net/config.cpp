@@ -56,6 +56,11 @@ Config read_config() {
   c.speed_mbps = static_cast<int>(env_int("STRATA_NET_SPEED_MBPS", 0, 0, 100'000'000));
   c.latency_us = static_cast<int>(env_int("STRATA_NET_LATENCY_US", -1, 0, 10'000'000));
   c.connect_timeout = std::chrono::seconds(env_int("STRATA_NET_CONNECT_TIMEOUT_S", 120, 1, 86400));
+  const std::string intra = env("STRATA_NET_INTRA");
+  if (intra == "tcp")
+    c.intra = IntraPath::tcp;
+  else if (!intra.empty() && intra != "ucx")
+    throw NetError(abi::invalid_usage, "STRATA_NET_INTRA=" + intra + " is neither ucx nor tcp");
   return c;
 }
 

@@ -11,6 +11,12 @@
 
 namespace strata::nccl_net {
 
+// How a connection to a peer in the same region carries data (STRATA_NET_INTRA).
+enum class IntraPath {
+  ucx,  // UCX tag messages: shared memory on one host, RDMA or TCP between hosts
+  tcp,  // one plugin-framed TCP stream: the fallback, and the baseline to compare with
+};
+
 struct Config {
   std::string region;           // STRATA_REGION: peers in other regions get the striped path
   std::string interfaces;       // STRATA_NET_IF: comma-separated name prefixes ("" = auto)
@@ -20,7 +26,8 @@ struct Config {
   wan::Emulation emulation;     // STRATA_WAN_EMULATE: delay and window are honoured
   int speed_mbps = 0;           // STRATA_NET_SPEED_MBPS: overrides sysfs (0: not set)
   int latency_us = -1;          // STRATA_NET_LATENCY_US (-1: not set)
-  std::chrono::seconds connect_timeout{120};  // STRATA_NET_CONNECT_TIMEOUT_S
+  std::chrono::seconds connect_timeout{120};  // STRATA_NET_CONNECT_TIMEOUT_S, accept's handshake too
+  IntraPath intra = IntraPath::ucx;           // STRATA_NET_INTRA=ucx|tcp
 };
 
 // Throws NetError(invalid_usage) naming a malformed variable.

@@ -18,6 +18,7 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
   char remote_region[sizeof handle.region + 1] = {};
   std::memcpy(remote_region, handle.region, sizeof handle.region);
   int count = 1;
+  ucx_ = same_region && config.intra == IntraPath::ucx;
   if (!same_region) {
     opt_.striped = opt_.checksum = opt_.acks = true;
     opt_.frame_bytes = config.stripe_bytes;
@@ -38,7 +39,8 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
     Hello& h = o.hello;
     h.magic = Hello::kMagic;
     h.version = Hello::kVersion;
-    h.flags = static_cast<std::uint16_t>((opt_.checksum ? kChecksum : 0) | (opt_.acks ? kAcks : 0));
+    h.flags = static_cast<std::uint16_t>((opt_.checksum ? kChecksum : 0) | (opt_.acks ? kAcks : 0) |
+                                         (ucx_ ? kUcx : 0));
     h.stream_index = static_cast<std::uint16_t>(i);
     h.stream_count = static_cast<std::uint16_t>(count);
     h.listen_nonce = handle.nonce;
@@ -48,10 +50,14 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
     streams_.push_back(std::move(o));
   }
   log::info("connecting to %s: %s, %d stream(s)", peer_.c_str(),
-            opt_.striped ? "striped (another region)" : "direct (same region)", count);
+            opt_.striped ? "striped (another region)"
+            : ucx_       ? "UCX (same region), TCP bootstrap"
+                         : "direct TCP (same region)",
+            count);
 }
 
-std::unique_ptr<SendComm> Connector::step() {
+TransferCommPtr Connector::step() {
+  if (dial_) return dial();
   bool ready = true;
   for (Out& o : streams_) {
     if (!o.connected) o.connected = connect_finished(o.fd.get());
@@ -62,14 +68,28 @@ std::unique_ptr<SendComm> Connector::step() {
     ready &= o.written == sizeof(Hello);
   }
   if (!ready) {
-    if (std::chrono::steady_clock::now() > deadline_)
-      system_failure("connecting to " + peer_ + " timed out (STRATA_NET_CONNECT_TIMEOUT_S)");
+    check_deadline();
     return nullptr;
+  }
+  if (ucx_) {
+    dial_ = std::make_unique<UcxDial>(std::move(streams_[0].fd), peer_);
+    return dial();
   }
   std::vector<Fd> fds;
   for (Out& o : streams_) fds.push_back(std::move(o.fd));
   log::info("connected to %s", peer_.c_str());
-  return std::make_unique<SendComm>(std::move(fds), opt_, peer_);
+  return TransferCommPtr(new SendComm(std::move(fds), opt_, peer_));
+}
+
+TransferCommPtr Connector::dial() {
+  TransferCommPtr comm = dial_->step();
+  if (!comm) check_deadline();
+  return comm;
+}
+
+void Connector::check_deadline() const {
+  if (std::chrono::steady_clock::now() > deadline_)
+    system_failure("connecting to " + peer_ + " timed out (STRATA_NET_CONNECT_TIMEOUT_S)");
 }
 
 namespace {
@@ -87,7 +107,7 @@ Registry& registry() {
 
 }  // namespace
 
-std::unique_ptr<SendComm> connect_step(ListenHandle& handle, const Config& config) {
+TransferCommPtr connect_step(ListenHandle& handle, const Config& config) {
   Registry& reg = registry();
   Connector* c = nullptr;
   if (handle.connect_id != 0) {
@@ -105,7 +125,7 @@ std::unique_ptr<SendComm> connect_step(ListenHandle& handle, const Config& confi
   }
   // One handle is driven by one thread at a time, so the step needs no lock; a failure
   // or a finished comm removes the entry, and the handle is reset for a clean retry.
-  std::unique_ptr<SendComm> comm;
+  TransferCommPtr comm;
   try {
     comm = c->step();
   } catch (...) {

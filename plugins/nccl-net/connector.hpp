@@ -1,6 +1,9 @@
 // The connect side of connection setup, advanced one non-blocking step per NCCL connect
 // call: open the streams (one for a peer in the same region, STRATA_WAN_STREAMS for a
-// peer in another), wait for each to connect, write each hello, then hand over a SendComm.
+// peer in another), wait for each to connect, write each hello, then hand over a SendComm
+// or, for a same-region peer over UCX, read the listener's worker address first
+// (ucx_handshake.hpp) and hand over a UcxSendComm. Any step fails once
+// STRATA_NET_CONNECT_TIMEOUT_S has passed.
 //
 // NCCL re-calls connect with the same handle buffer until it gets a comm. The handle's
 // connect_id field names this side's Connector in a process-wide table; an id rather
@@ -16,17 +19,20 @@
 #include "handle.hpp"
 #include "send_comm.hpp"
 #include "socket.hpp"
+#include "ucx_handshake.hpp"
 
 namespace strata::nccl_net {
 
 class Connector {
  public:
   Connector(const ListenHandle& handle, const Config& config);
-  // The comm once every stream is connected and has sent its hello; null until then.
-  std::unique_ptr<SendComm> step();
+  // The comm once the connection is set up; null until then.
+  TransferCommPtr step();
   std::uint64_t nonce() const { return nonce_; }
 
  private:
+  TransferCommPtr dial();
+  void check_deadline() const;  // throws once STRATA_NET_CONNECT_TIMEOUT_S has passed
   struct Out {
     Fd fd;
     bool connected = false;
@@ -38,10 +44,12 @@ class Connector {
   LinkOptions opt_;
   std::string peer_;
   std::vector<Out> streams_;
+  bool ucx_ = false;
+  std::unique_ptr<UcxDial> dial_;  // once the hello is written, UCX path only
   std::chrono::steady_clock::time_point deadline_;
 };
 
 // Runs one connect step for `handle`, creating or finishing its Connector.
-std::unique_ptr<SendComm> connect_step(ListenHandle& handle, const Config& config);
+TransferCommPtr connect_step(ListenHandle& handle, const Config& config);
 
 }  // namespace strata::nccl_net

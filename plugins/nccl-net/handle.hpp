@@ -8,7 +8,9 @@
 // in-progress state in `connect_id` (zero as sent).
 //
 // Hello is the first 64 bytes on every stream of a connection: which listener it is
-// for, which connection and stream it belongs to, and how the data will be framed.
+// for, which connection and stream it belongs to, and how the data will be framed or,
+// for the UCX path, that the listener must answer with its worker address
+// (ucx_handshake.hpp). The connecting side chooses the path; the listener follows.
 #pragma once
 
 #include <sys/socket.h>
@@ -40,11 +42,13 @@ static_assert(sizeof(ListenHandle) <= abi::kHandleMaxSize);
 enum HelloFlags : std::uint16_t {
   kChecksum = 1,  // frames carry a CRC32C of their payload that the receiver checks
   kAcks = 2,      // the receiver acknowledges frames on each stream
+  kUcx = 4,       // same region over UCX: the listener answers with its worker address
 };
 
 struct Hello {
   static constexpr std::uint32_t kMagic = 0x48525453;  // "STRH"
-  static constexpr std::uint16_t kVersion = 1;
+  // 2: kUcx. A version-1 listener would not answer a UCX connect, so it refuses instead.
+  static constexpr std::uint16_t kVersion = 2;
   std::uint32_t magic;
   std::uint16_t version;
   std::uint16_t flags;

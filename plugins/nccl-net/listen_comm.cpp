@@ -8,6 +8,17 @@
 
 namespace strata::nccl_net {
 
+namespace {
+
+std::string remote_of(int fd) {
+  sockaddr_storage from{};
+  socklen_t len = sizeof from;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&from), &len) != 0) return "an unknown peer";
+  return describe(from);
+}
+
+}  // namespace
+
 ListenComm::ListenComm(const Device& device, const Config& config)
     : Comm(Kind::listen), config_(config), device_(device.name) {
   std::uint16_t port = 0;
@@ -15,21 +26,37 @@ ListenComm::ListenComm(const Device& device, const Config& config)
   handle_ = make_handle(device.addr, port, random_u64(), config.region);
 }
 
-std::unique_ptr<RecvComm> ListenComm::accept() {
+TransferCommPtr ListenComm::accept() {
   for (;;) {
     Fd fd = accept_one(fd_.get());
     if (!fd) break;
-    incoming_.push_back(Incoming{std::move(fd)});
+    incoming_.push_back(Incoming{std::move(fd), Clock::now() + config_.connect_timeout});
   }
   for (std::size_t i = 0; i < incoming_.size();) {
-    if (take(incoming_[i]))
+    bool consumed = true;
+    try {
+      consumed = take(incoming_[i]);
+    } catch (...) {
+      incoming_.erase(incoming_.begin() + static_cast<std::ptrdiff_t>(i));
+      throw;
+    }
+    if (consumed)
       incoming_.erase(incoming_.begin() + static_cast<std::ptrdiff_t>(i));
     else
       ++i;
   }
   for (auto it = groups_.begin(); it != groups_.end(); ++it) {
-    if (it->second.arrived == it->second.first.stream_count) {
-      auto comm = make_comm(it->second);
+    TransferCommPtr comm;
+    try {
+      comm = finish(it->second);
+      if (!comm && Clock::now() > it->second.deadline)
+        system_failure("connection " + describe_peer(it->second) + " still incomplete after " +
+                       std::to_string(config_.connect_timeout.count()) + " s (STRATA_NET_CONNECT_TIMEOUT_S)");
+    } catch (...) {
+      groups_.erase(it);
+      throw;
+    }
+    if (comm) {
       groups_.erase(it);
       return comm;
     }
@@ -43,18 +70,37 @@ bool ListenComm::take(Incoming& in) {
   try {
     in.got += recv_some(in.fd.get(), raw + in.got, sizeof(Hello) - in.got, &eof);
   } catch (const NetError& e) {
+    if (in.got > 0)
+      throw NetError(abi::remote_error, "listen on " + device_ + ": the connection from " + remote_of(in.fd.get()) +
+                                            " broke during its hello: " + e.what());
     log::warn("listen on %s: dropped a connection: %s", device_.c_str(), e.what());
     return true;
   }
-  if (eof) return true;  // a stray connection (port scanner, health check): not ours
-  if (in.got < sizeof(Hello)) return false;
+  if (eof) {
+    if (in.got == 0) return true;  // a stray connection (port scanner, health check): not ours
+    throw NetError(abi::remote_error, "listen on " + device_ + ": the peer closed its connection after " +
+                                          std::to_string(in.got) + " of " + std::to_string(sizeof(Hello)) +
+                                          " hello bytes (did it die while connecting?)");
+  }
+  if (in.got < sizeof(Hello)) {
+    if (Clock::now() <= in.deadline) return false;
+    if (in.got == 0) {
+      log::warn("listen on %s: dropped a connection that sent nothing in %lld s", device_.c_str(),
+                static_cast<long long>(config_.connect_timeout.count()));
+      return true;
+    }
+    system_failure("listen on " + device_ + ": the connection from " + remote_of(in.fd.get()) + " sent " +
+                   std::to_string(in.got) + " of " + std::to_string(sizeof(Hello)) + " hello bytes in " +
+                   std::to_string(config_.connect_timeout.count()) + " s (STRATA_NET_CONNECT_TIMEOUT_S)");
+  }
   const Hello& h = in.hello;
   if (h.magic == Hello::kMagic && h.listen_nonce == handle_.nonce && h.version != Hello::kVersion)
     throw NetError(abi::invalid_usage, "the connecting rank runs another version of the plugin (hello v" +
                                            std::to_string(h.version) + ", this one speaks v" +
                                            std::to_string(Hello::kVersion) + ")");
   if (h.magic != Hello::kMagic || h.listen_nonce != handle_.nonce || h.stream_count == 0 ||
-      h.stream_index >= h.stream_count || h.stream_count > 64) {
+      h.stream_index >= h.stream_count || h.stream_count > 64 ||
+      ((h.flags & kUcx) && (h.stream_count != 1 || (h.flags & kAcks)))) {
     log::warn("listen on %s: dropped a connection whose hello is not for this listener", device_.c_str());
     return true;
   }
@@ -62,6 +108,7 @@ bool ListenComm::take(Incoming& in) {
   if (g.streams.empty()) {
     g.first = h;
     g.streams.resize(h.stream_count);
+    g.deadline = in.deadline;
   }
   if (h.stream_count != g.first.stream_count || h.flags != g.first.flags || g.streams[h.stream_index]) {
     log::warn("listen on %s: dropped an inconsistent stream of connection %llx", device_.c_str(),
@@ -73,7 +120,24 @@ bool ListenComm::take(Incoming& in) {
   return true;
 }
 
-std::unique_ptr<RecvComm> ListenComm::make_comm(Group& g) {
+TransferCommPtr ListenComm::finish(Group& g) {
+  if (g.arrived < g.first.stream_count) return nullptr;
+  if (!(g.first.flags & kUcx)) return make_tcp_comm(g, describe_peer(g));
+  if (!g.answer) {
+    std::string peer = describe_peer(g);
+    g.answer = std::make_unique<UcxAnswer>(std::move(g.streams[0]), std::move(peer));
+  }
+  return g.answer->step();
+}
+
+std::string ListenComm::describe_peer(const Group& g) const {
+  char region[sizeof g.first.region + 1] = {};
+  std::memcpy(region, g.first.region, sizeof g.first.region);
+  const std::string from = g.streams.empty() || !g.streams[0] ? "?" : remote_of(g.streams[0].get());
+  return from + " (region '" + region + "') on " + device_;
+}
+
+TransferCommPtr ListenComm::make_tcp_comm(Group& g, const std::string& peer) {
   const Hello& h = g.first;
   LinkOptions opt;
   opt.checksum = (h.flags & kChecksum) != 0;
@@ -83,15 +147,9 @@ std::unique_ptr<RecvComm> ListenComm::make_comm(Group& g) {
     opt.delay = config_.emulation.delay;
     for (Fd& fd : g.streams) set_buffers(fd.get(), config_.socket_buffer);
   }
-  char region[sizeof h.region + 1] = {};
-  std::memcpy(region, h.region, sizeof h.region);
-  sockaddr_storage from{};
-  socklen_t from_len = sizeof from;
-  ::getpeername(g.streams[0].get(), reinterpret_cast<sockaddr*>(&from), &from_len);
-  const std::string peer = describe(from) + " (region '" + region + "') on " + device_;
-  log::info("accepted %s connection from %s: %d stream(s)%s", opt.striped ? "striped" : "direct",
+  log::info("accepted %s connection from %s: %d stream(s)%s", opt.striped ? "striped" : "direct TCP",
             peer.c_str(), h.stream_count, opt.checksum ? ", CRC32C frames, acks" : "");
-  return std::make_unique<RecvComm>(std::move(g.streams), opt, peer);
+  return TransferCommPtr(new RecvComm(std::move(g.streams), opt, peer));
 }
 
 }  // namespace strata::nccl_net

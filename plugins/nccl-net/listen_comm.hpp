@@ -1,9 +1,17 @@
 // A listening socket on one device, and the accept side of connection setup: connections
 // are accepted as they come, their hellos read piecewise, and the streams of one
-// connection (same conn_id) gathered until all K are there. accept() never blocks; it
-// returns null until a whole connection is ready.
+// connection (same conn_id) gathered until all K are there; a UCX connection then gets
+// the answer of ucx_handshake.hpp. accept() never blocks; it returns null until a whole
+// connection is ready.
+//
+// accept() fails (rather than waiting forever) when a connecting peer closes or resets
+// its socket part-way through the hello, or when a connection is still incomplete after
+// STRATA_NET_CONNECT_TIMEOUT_S. A connection that closes or idles before sending a
+// single byte is dropped without failing: nothing says it was a peer at all (a port
+// scanner or health check looks the same).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <vector>
@@ -12,20 +20,21 @@
 #include "config.hpp"
 #include "handle.hpp"
 #include "socket.hpp"
+#include "ucx_handshake.hpp"
 
 namespace strata::nccl_net {
-
-class RecvComm;
 
 class ListenComm final : public Comm {
  public:
   ListenComm(const Device& device, const Config& config);
   const ListenHandle& handle() const { return handle_; }
-  std::unique_ptr<RecvComm> accept();
+  TransferCommPtr accept();
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Incoming {
     Fd fd;
+    Clock::time_point deadline;
     Hello hello{};
     std::size_t got = 0;
   };
@@ -33,12 +42,17 @@ class ListenComm final : public Comm {
     std::vector<Fd> streams;
     int arrived = 0;
     Hello first{};
+    Clock::time_point deadline;
+    std::unique_ptr<UcxAnswer> answer;  // UCX connections, once all streams are here
   };
 
   // True once `in` is consumed (grouped, or dropped as not ours). Throws when it is ours
-  // but from an incompatible plugin build, so accept fails instead of waiting forever.
+  // but from an incompatible plugin build, or broke or stalled part-way through the hello.
   bool take(Incoming& in);
-  std::unique_ptr<RecvComm> make_comm(Group& g);
+  // The comm once `g` is complete and (UCX) answered; null until then.
+  TransferCommPtr finish(Group& g);
+  TransferCommPtr make_tcp_comm(Group& g, const std::string& peer);
+  std::string describe_peer(const Group& g) const;
 
   const Config& config_;
   std::string device_;

@@ -15,7 +15,7 @@ namespace {
 }  // namespace
 
 RecvComm::RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer)
-    : TransferComm(Kind::recv, std::move(peer)), opt_(options) {
+    : TransferComm(Kind::recv, Path::tcp, std::move(peer)), opt_(options) {
   for (Fd& fd : streams) {
     Stream s;
     s.fd = std::move(fd);
@@ -25,14 +25,6 @@ RecvComm::RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::str
 
 Request* RecvComm::irecv(int n, void* const* data, const std::size_t* sizes, const int* tags) {
   check();
-  if (n < 1 || n > kMaxRecvs)
-    misuse("irecv of " + std::to_string(n) + " buffers; maxRecvs is " + std::to_string(kMaxRecvs));
-  if (!data || !sizes || !tags) misuse("irecv with a null data, sizes or tags array");
-  for (int i = 0; i < n; ++i) {
-    if (!data[i] && sizes[i]) misuse("irecv with a null buffer of " + std::to_string(sizes[i]) + " bytes");
-    for (int j = 0; j < i; ++j)
-      if (tags[j] == tags[i]) misuse("grouped irecv with tag " + std::to_string(tags[i]) + " twice");
-  }
   Request* r = pool_.get(this);
   if (!r) return nullptr;
   r->n = n;

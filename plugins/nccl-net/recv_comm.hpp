@@ -24,14 +24,8 @@ namespace strata::nccl_net {
 class RecvComm final : public TransferComm {
  public:
   RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer);
-  // nullptr when every request slot is in flight.
+  // nullptr when every request slot is in flight. Arguments are checked by post_recv.
   Request* irecv(int n, void* const* data, const std::size_t* sizes, const int* tags);
-  // An already complete request (iflush: host memory has nothing to flush).
-  Request* flush_request() {
-    Request* r = pool_.get(this);
-    if (r) r->done = true;
-    return r;
-  }
 
  private:
   friend class TransferComm;  // poll() runs progress()

@@ -24,7 +24,7 @@ std::int64_t steady_ns() {
 }
 
 SendComm::SendComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer)
-    : TransferComm(Kind::send, std::move(peer)), opt_(options) {
+    : TransferComm(Kind::send, Path::tcp, std::move(peer)), opt_(options) {
   for (Fd& fd : streams) {
     Stream s;
     s.fd = std::move(fd);
@@ -39,10 +39,6 @@ SendComm::SendComm(std::vector<Fd> streams, const LinkOptions& options, std::str
 
 Request* SendComm::isend(const void* data, std::size_t size, int tag) {
   check();
-  if (size > kMaxMessageBytes)
-    misuse("isend of " + std::to_string(size) + " bytes exceeds maxP2pBytes " +
-           std::to_string(kMaxMessageBytes));
-  if (!data && size) misuse("isend with a null buffer");
   Request* r = pool_.get(this);
   if (!r) return nullptr;
   r->size = size;

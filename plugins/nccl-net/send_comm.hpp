@@ -17,7 +17,8 @@ namespace strata::nccl_net {
 class SendComm final : public TransferComm {
  public:
   SendComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer);
-  // nullptr when every request slot is in flight (NCCL retries later).
+  // nullptr when every request slot is in flight (NCCL retries later). Arguments are
+  // checked by post_send.
   Request* isend(const void* data, std::size_t size, int tag);
 
  private:

@@ -2,8 +2,12 @@
 # Throughput of libnccl-net-strata.so as the harness drives it, beside raw TCP (iperf3)
 # measured in the same run.
 #
-#   tests/plugin/bench_plugin.sh loopback [ROUNDS]   4 MiB messages over 127.0.0.1, alternating
-#                                                    with iperf3 -c 127.0.0.1, ROUNDS times (3)
+#   tests/plugin/bench_plugin.sh loopback [ROUNDS]   4 MiB messages over 127.0.0.1 on each
+#                                                    same-region path (UCX as UCX picks, UCX
+#                                                    without CMA, UCX over TCP, the plugin's
+#                                                    TCP stream), alternating with iperf3 -c
+#                                                    127.0.0.1, ROUNDS times (3); medians and
+#                                                    ratios to iperf3 as a Markdown table
 #   tests/plugin/bench_plugin.sh wan [RATE]          two shaped regions (bench/wan/netns.sh up 2
 #                                                    RATE, default 200mbit; needs root), 25 ms
 #                                                    one-way delay emulated in the plugin, striped
@@ -36,19 +40,46 @@ iperf_gbits() {  # iperf_gbits NS_CLIENT NS_SERVER ADDR SECONDS
   wait "$spid" 2>/dev/null || true
 }
 
+# One loopback bench run, extra environment as NAME=VALUE arguments; prints Gbit/s.
+plugin_gbits() {
+  local env=() kv
+  for kv in "$@"; do env+=(--env "$kv"); done
+  "$HARNESS" --plugin "$PLUGIN" --version 11 --case bench --if lo --size 4194304 \
+    --window "$WINDOW" --seconds "${SECONDS_PER_RUN:-5}" "${env[@]}" 2>/dev/null | grep '^bench' | gbits
+}
+
 loopback() {
-  local rounds=${1:-3} secs=${SECONDS_PER_RUN:-5} p=() t=() x y
+  # Same-region paths side by side, each round alternating with iperf3 -c 127.0.0.1.
+  # UCX's own choice on one host is shared memory (posix FIFO, CMA for large messages);
+  # the ^cma row keeps shared memory without CMA; UCX_TLS=tcp forces UCX onto TCP.
+  local rounds=${1:-3} secs=${SECONDS_PER_RUN:-5} i k
+  local labels=("UCX (default: shared memory)" "UCX, UCX_TLS=^cma" "UCX, UCX_TLS=tcp"
+                "plugin TCP (STRATA_NET_INTRA=tcp)")
+  local short=(ucx ucx-nocma ucx-tcp tcp)
+  local envs=("STRATA_NET_INTRA=ucx" "STRATA_NET_INTRA=ucx UCX_TLS=^cma"
+              "STRATA_NET_INTRA=ucx UCX_TLS=tcp" "STRATA_NET_INTRA=tcp")
+  local -a results
+  local iperf=()
   for ((i = 1; i <= rounds; i++)); do
-    x=$("$HARNESS" --plugin "$PLUGIN" --version 11 --case bench --if lo --size 4194304 \
-          --window "$WINDOW" --seconds "$secs" 2>/dev/null | grep '^bench' | gbits)
-    y=$(iperf_gbits "" "" 127.0.0.1 "$secs")
-    printf 'round %d: plugin %6.2f Gbit/s   iperf3 %6.2f Gbit/s   ratio %.2f\n' "$i" "$x" "$y" \
-      "$(python3 -c "print($x/$y)")"
-    p+=("$x"); t+=("$y")
+    local line="round $i:"
+    for k in "${!labels[@]}"; do
+      # shellcheck disable=SC2086  # envs[k] is a list of NAME=VALUE words
+      results[$((k * 100 + i))]=$(plugin_gbits ${envs[$k]})
+      line+=$(printf '  %s %.2f' "${short[$k]}" "${results[$((k * 100 + i))]}")
+    done
+    iperf+=("$(iperf_gbits "" "" 127.0.0.1 "$secs")")
+    printf '%s  iperf3 %.2f Gbit/s\n' "$line" "${iperf[-1]}"
   done
-  x=$(printf '%s\n' "${p[@]}" | median); y=$(printf '%s\n' "${t[@]}" | median)
-  printf 'median:  plugin %6.2f Gbit/s   iperf3 %6.2f Gbit/s   ratio %.2f\n' "$x" "$y" \
-    "$(python3 -c "print($x/$y)")"
+  local y
+  y=$(printf '%s\n' "${iperf[@]}" | median)
+  printf '\n| path | median Gbit/s | / iperf3 |\n|---|---:|---:|\n'
+  for k in "${!labels[@]}"; do
+    local xs=() x
+    for ((i = 1; i <= rounds; i++)); do xs+=("${results[$((k * 100 + i))]}"); done
+    x=$(printf '%s\n' "${xs[@]}" | median)
+    printf '| %s | %.2f | %.2f |\n' "${labels[$k]}" "$x" "$(python3 -c "print($x/$y)")"
+  done
+  printf '| iperf3 -c 127.0.0.1 (one TCP flow) | %.2f | 1.00 |\n' "$y"
 }
 
 wan() {
@@ -77,5 +108,5 @@ wan() {
 case ${1:-} in
   loopback) shift; loopback "$@" ;;
   wan) shift; wan "$@" ;;
-  *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -1,19 +1,26 @@
 #include "cases.hpp"
 
+#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <stdexcept>
 #include <thread>
 
+#include "handle.hpp"  // the plugin's wire structs, to play a broken peer
 #include "pair.hpp"
 #include "plugin_api.hpp"
 #include "traffic.hpp"
@@ -297,8 +304,21 @@ bool case_misuse(const CaseArgs& a) {
       setup(a), kTimeout);
 }
 
+namespace {
+
+// STRATA_NET_INTRA as the children will see it: --env first, else the harness's own.
+std::string intra_path(const CaseArgs& a) {
+  for (const auto& [k, v] : a.env)
+    if (k == "STRATA_NET_INTRA") return v;
+  const char* v = std::getenv("STRATA_NET_INTRA");
+  return v ? v : "";
+}
+
+}  // namespace
+
 bool case_transfer(const CaseArgs& a) {
-  return traffic_case(a, setup(a, "dc-1"), setup(a, "dc-1"), PlanOptions{}, "direct (same region)");
+  const char* expect = intra_path(a) == "tcp" ? "direct TCP (same region)" : "UCX (same region)";
+  return traffic_case(a, setup(a, "dc-1"), setup(a, "dc-1"), PlanOptions{}, expect);
 }
 
 bool case_crossregion(const CaseArgs& a) {
@@ -486,6 +506,123 @@ bool case_close(const CaseArgs& a) {
       setup(a), setup(a), kTimeout);
 }
 
+namespace {
+
+// A plain TCP connection to the listener a handle names: a peer that speaks only part of
+// the protocol.
+int raw_connect(const char* handle) {
+  nccl_net::ListenHandle h;
+  std::memcpy(&h, handle, sizeof h);
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  if (h.family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(h.port);
+    std::memcpy(&a->sin_addr, h.addr, 4);
+    len = sizeof(sockaddr_in);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(h.port);
+    std::memcpy(&a->sin6_addr, h.addr, 16);
+    len = sizeof(sockaddr_in6);
+  }
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0)
+    throw Failure(std::string("raw connect: ") + std::strerror(errno));
+  return fd;
+}
+
+// Half of a hello that is for this listener (the nonce matches), then whatever `then` does.
+void half_hello(const char* handle, const std::function<void(int fd)>& then) {
+  nccl_net::ListenHandle h;
+  std::memcpy(&h, handle, sizeof h);
+  nccl_net::Hello hello{};
+  hello.magic = nccl_net::Hello::kMagic;
+  hello.version = nccl_net::Hello::kVersion;
+  hello.stream_count = 1;
+  hello.listen_nonce = h.nonce;
+  const int fd = raw_connect(handle);
+  EXPECT(::send(fd, &hello, sizeof hello / 2, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof hello / 2));
+  then(fd);
+  ::close(fd);
+}
+
+// Calls accept until it fails; returns the code, or throws past `limit`.
+int accept_until_error(NetApi& net, void* lc, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    void* rc = nullptr;
+    const int code = net.accept(lc, &rc);
+    if (code != 0) return code;
+    EXPECT(rc == nullptr);
+    EXPECT(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+// Connection setup with a peer that dies or stalls part-way: accept and connect fail
+// (ncclRemoteError, ncclSystemError) instead of returning a null comm forever.
+bool case_handshake(const CaseArgs& a) {
+  constexpr int kSystemError = 2;
+  const std::vector<std::pair<std::string, std::string>> short_timeout = {
+      {"STRATA_NET_CONNECT_TIMEOUT_S", "1"}};
+  return run_pair(
+      [&](int role, Channel& ch) {
+        auto net = load_plugin(a.plugin, a.version);
+        void* ctx = nullptr;
+        ok(net->init(&ctx), "init");
+        char handle[128] = {};
+        // 1. The connecting peer closes after half a hello (as when it dies): remote error.
+        // 2. It sends half a hello and stalls: an error once the timeout (1 s) has passed.
+        for (int stall = 0; stall < 2; ++stall) {
+          if (role == 0) {
+            void* lc = nullptr;
+            ok(net->listen(ctx, 0, handle, &lc), "listen");
+            ch.send(handle, sizeof handle);
+            const int code = accept_until_error(*net, lc, 20s);
+            EXPECT(code == (stall ? kSystemError : kRemoteError));
+            ch.sync();
+            ok(net->close_listen(lc), "closeListen");
+          } else {
+            ch.recv(handle, sizeof handle);
+            half_hello(handle, [&](int) {
+              if (stall) ch.sync();  // keep the socket open until the listener has given up
+            });
+            if (!stall) ch.sync();
+          }
+        }
+        // 3. The listener never answers a UCX connection: connect fails once the timeout
+        //    (1 s) has passed. (The TCP path needs no answer: its connect completes.)
+        if (intra_path(a) != "tcp") {
+          if (role == 0) {
+            void* lc = nullptr;
+            ok(net->listen(ctx, 0, handle, &lc), "listen");
+            ch.send(handle, sizeof handle);
+            ch.sync();
+            ok(net->close_listen(lc), "closeListen");
+          } else {
+            ch.recv(handle, sizeof handle);
+            const auto deadline = std::chrono::steady_clock::now() + 20s;
+            void* sc = nullptr;
+            int code = 0;
+            while (code == 0 && !sc) {
+              code = net->connect(ctx, 0, handle, &sc);
+              EXPECT(std::chrono::steady_clock::now() < deadline);
+            }
+            EXPECT(code == kSystemError && sc == nullptr);
+            ch.sync();
+          }
+        }
+        ok(net->finalize(ctx), "finalize");
+        return 0;
+      },
+      setup(a, "", short_timeout), setup(a, "", short_timeout), kTimeout);
+}
+
 bool run_bench(const CaseArgs& a, const BenchArgs& b) {
   auto peer = [&](const std::string& region, const std::string& netns) {
     PeerSetup s;
@@ -585,7 +722,9 @@ bool run_bench(const CaseArgs& a, const BenchArgs& b) {
           std::printf("bench v%d: %zu messages of %zu bytes, window %d, %d send buffer(s), %s path: "
                       "%.3f s, %.2f Gbit/s (%.1f MB/s)\n",
                       a.version, messages, b.size, b.window, std::clamp(b.send_buffers, 1, b.window),
-                      b.region0 == b.region1 ? "direct" : "striped",
+                      b.region0 != b.region1        ? "striped"
+                      : intra_path(a) == "tcp" ? "same-region TCP"
+                                               : "same-region UCX",
                       secs, double(bytes) * 8 / secs / 1e9, double(bytes) / secs / 1e6);
         }
         ch.sync();
