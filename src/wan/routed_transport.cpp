@@ -28,9 +28,10 @@ bool RoutedTransport::progress() {
 }
 
 void RoutedTransport::wait_event(std::chrono::microseconds max) {
-  // Neither fabric can wake the other's wait, so sleep in short turns: a WAN message
-  // waits at most one turn, which is small beside a WAN round trip.
-  const auto turn = std::min(max, std::chrono::microseconds(100));
+  // Neither fabric can wake the other's wait, so sleep in short turns: a message on one
+  // fabric waits at most one turn on the other (the transports end sub-millisecond waits
+  // on time, see transport/asio_waiter.hpp).
+  const auto turn = std::min(max, std::chrono::microseconds(50));
   if (progress()) return;
   local_->wait_event(turn);
   if (progress()) return;

@@ -200,8 +200,7 @@ void WanTransport::wait_event(std::chrono::microseconds max) {
   if (next_due_ != Clock::time_point::max())
     wait = std::min(wait, std::chrono::duration_cast<std::chrono::microseconds>(next_due_ - now) +
                               std::chrono::microseconds(1));
-  if (io_.stopped()) io_.restart();
-  io_.run_one_for(wait);
+  waiter_.run_one_for(wait);
 }
 
 void WanTransport::abort(const std::string& why) {

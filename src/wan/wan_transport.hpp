@@ -24,6 +24,7 @@
 #include "bootstrap/store.hpp"
 #include "core/asio.hpp"
 #include "transport/abort_state.hpp"
+#include "transport/asio_waiter.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/transport.hpp"
 #include "wan/emulation.hpp"
@@ -226,6 +227,7 @@ class WanTransport : public transport::Transport {
   WanOptions opt_;
   std::vector<std::string> addrs_;
   boost::asio::io_context io_{1};
+  transport::AsioWaiter waiter_{io_};  // after io_: its timer lives on it
   boost::asio::ip::tcp::acceptor acceptor_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;

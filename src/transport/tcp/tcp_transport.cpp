@@ -248,8 +248,7 @@ void TcpTransport::wait_event(std::chrono::microseconds max) {
     progress();
     return;
   }
-  if (io_.stopped()) io_.restart();
-  io_.run_one_for(max);
+  waiter_.run_one_for(max);
 }
 
 void TcpTransport::abort(const std::string& why) {

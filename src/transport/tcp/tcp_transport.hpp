@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "transport/abort_state.hpp"
+#include "transport/asio_waiter.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/tcp/tcp_request.hpp"
 #include "transport/transport.hpp"
@@ -93,6 +94,7 @@ class TcpTransport : public Transport {
   int rank_;
   std::vector<std::string> addrs_;
   boost::asio::io_context io_{1};
+  transport::AsioWaiter waiter_{io_};  // after io_: its timer lives on it
   boost::asio::ip::tcp::acceptor acceptor_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
