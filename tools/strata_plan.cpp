@@ -27,6 +27,7 @@
 #include "core/comm_impl.hpp"
 #include "core/config.hpp"
 #include "hierarchy/plan.hpp"
+#include "hierarchy/plan_cost.hpp"
 #include "launcher.hpp"
 #include "perf_report.hpp"
 #include "strata/errors.hpp"
@@ -111,6 +112,9 @@ void print_figures(const topo::Figures& f, const topo::ProbeReport* probe) {
   }
   std::printf("  gamma %.4f ns/B (%.2f GB/s reduced)   %s\n", f.gamma * 1e9, f.gamma > 0 ? 1e-9 / f.gamma : 0.0,
               topo::to_string(f.gamma_source));
+  if (f.wait_alpha > 0)
+    std::printf("  every round + %s: waits alternate between the two fabrics (ranks span regions)\n",
+                seconds(f.wait_alpha).c_str());
   const std::size_t n = f.regions.size();
   if (n > 1 && f.wan.size() == n * n) {
     std::printf("  wan matrix (one-way alpha / GB/s):\n");
@@ -199,32 +203,9 @@ void print_level(const topo::Selector& sel, const collectives::Group& g, const s
   }
 }
 
-// What the model charges a hierarchical plan: each level at its largest group's links.
-struct PlanCost {
-  std::vector<topo::LevelCost> levels;
-  bool split = true;
-  std::size_t small_bytes = 0;
-  PlanCost(const topo::Selector& sel, const hierarchy::Plan& plan)
-      : split(plan.kind == hierarchy::Plan::Kind::split_rail), small_bytes(sel.figures().small_bytes) {
-    for (std::size_t i = 0; i < plan.levels.size(); ++i) {
-      const auto& lg = plan.levels[i];
-      std::size_t largest = 0, at = 0;
-      for (std::size_t k = 0; k < lg.groups.size(); ++k)
-        if (lg.groups[k].size() > largest) largest = lg.groups[k].size(), at = k;
-      collectives::Group g;
-      g.ranks = lg.groups[at];
-      levels.push_back(topo::LevelCost{lg.level, static_cast<int>(largest), sel.group_cost(g)});
-    }
-  }
-  topo::Cost predict(CollectiveKind kind, double bytes) const {
-    return split ? topo::predict_split_rail(kind, levels, bytes, small_bytes) : topo::predict_leader(kind, levels, bytes);
-  }
-};
-
 // Hierarchical plan against the best flat algorithm over the whole world.
 void print_plan_vs_flat(const topo::Selector& sel, const hierarchy::Plan& plan, const collectives::Group& world,
                         const std::vector<CollectiveKind>& kinds, const std::vector<std::uint64_t>& sizes) {
-  const PlanCost pc(sel, plan);
   const bool split = plan.kind == hierarchy::Plan::Kind::split_rail;
   std::printf("\n%s plan against the best flat algorithm over all %d ranks (predicted)\n",
               split ? "split-rail" : "leader", world.size());
@@ -234,7 +215,7 @@ void print_plan_vs_flat(const topo::Selector& sel, const hierarchy::Plan& plan, 
     const auto wc = sel.group_cost(world);
     for (const std::uint64_t b : sizes) {
       const double n = static_cast<double>(b);
-      const topo::Cost h = pc.predict(kind, n);
+      const topo::Cost h = hierarchy::predict_plan(sel, plan, kind, n);
       const topo::Best f = topo::best_flat(kind, world.size(), n, wc);
       std::printf("  %10s %12s %12s  %-18s %.2fx\n", bytes_str(b).c_str(), seconds(h.total()).c_str(),
                   seconds(f.cost.total()).c_str(), collectives::algorithm(f.algorithm).name,
@@ -317,7 +298,7 @@ struct Tally {
 // it is the pick for the collectives it runs: the automatic choice across regions.
 void print_measured(const topo::Selector& sel, const collectives::Group& world, const std::vector<std::string>& files,
                     bool markdown, const std::optional<hierarchy::Plan>& plan) {
-  const std::optional<PlanCost> plan_cost = plan ? std::optional<PlanCost>(PlanCost(sel, *plan)) : std::nullopt;
+
   std::map<std::tuple<std::string, int, std::uint64_t, std::string>, Sample> samples;
   for (const auto& f : files) read_measured(f, samples);
   const int p = world.size();
@@ -334,7 +315,7 @@ void print_measured(const topo::Selector& sel, const collectives::Group& world, 
     std::vector<std::string> algos;
     for (const auto& a : collectives::algorithms())
       if (topo::predict(a.id, *kind, p, 1, cost)) algos.push_back(a.name);
-    const bool plan_runs = plan_cost && *kind != CollectiveKind::reduce && *kind != CollectiveKind::barrier;
+    const bool plan_runs = plan && *kind != CollectiveKind::reduce && *kind != CollectiveKind::barrier;
     if (plan_runs) algos.push_back("hier");
     std::printf("\n%s, %d ranks: predicted / measured us (medians over runs of out-of-place and in-place)\n", coll.c_str(), p);
     std::string header = markdown ? "| size" : "      size";
@@ -352,7 +333,7 @@ void print_measured(const topo::Selector& sel, const collectives::Group& world, 
       std::string best;
       double best_us = 0;
       for (const auto& a : algos) {
-        const double pred = a == "hier" ? plan_cost->predict(*kind, static_cast<double>(size)).total()
+        const double pred = a == "hier" ? hierarchy::predict_plan(sel, *plan, *kind, static_cast<double>(size)).total()
                                         : topo::predict(topo::find_algorithm_alias(a)->id, *kind, p, static_cast<double>(size), cost)->total();
         const auto it = by_algo.find(a);
         if (it == by_algo.end()) {

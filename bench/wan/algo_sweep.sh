@@ -7,7 +7,9 @@
 #
 # Usage: bench/wan/algo_sweep.sh [-R N] [-P N] [--rate 200mbit] [--rounds 3]
 #                                [-t "all_reduce reduce_scatter all_gather broadcast"]
-#                                [-b 1K] [-e 32M] [-f 8] [-n 3] [--transport tcp] [--out DIR]
+#                                [--sweeps "1K:64K:40 512K:4M:3"] [-f 8] [--transport tcp] [--out DIR]
+#   --sweeps  size ranges FROM:TO:ITERS, each run in every round; small messages need many
+#             iterations for a stable median, large ones take seconds each
 # Prints strata-plan's markdown tables at the end; the runs stay in DIR.
 # Needs root (namespaces), iproute2 and a build (build/tools/strata-perf, strata-plan).
 set -euo pipefail
@@ -15,7 +17,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 R=2 P=2 RATE=200mbit ROUNDS=3 COLLS="all_reduce reduce_scatter all_gather broadcast"
-MIN=1K MAX=32M FACTOR=8 ITERS=3 TRANSPORT=tcp OUT="" PORT=29600 LIMIT=900
+SWEEPS="1K:64K:40 512K:4M:3" FACTOR=8 TRANSPORT=tcp OUT="" PORT=29600 LIMIT=900
 die() { echo "algo_sweep.sh: error: $*" >&2; exit 1; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -24,10 +26,8 @@ while [[ $# -gt 0 ]]; do
     --rate) RATE=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     -t) COLLS=$2; shift 2 ;;
-    -b) MIN=$2; shift 2 ;;
-    -e) MAX=$2; shift 2 ;;
+    --sweeps) SWEEPS=$2; shift 2 ;;
     -f) FACTOR=$2; shift 2 ;;
-    -n) ITERS=$2; shift 2 ;;
     --transport) TRANSPORT=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -73,16 +73,21 @@ run_job() {
   (( rc == 0 )) || { tail -n 5 "$OUT/logs/job$launch-rank"*.log >&2; die "job $launch ($*) failed"; }
 }
 
-sweep=(-b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w 1 -c 0 --transport "$TRANSPORT")
+MIN=${SWEEPS%%:*} last=${SWEEPS##* } MAX=${last#*:}; MAX=${MAX%%:*}
 # The first job probes and caches the figures; strata-plan prints them again at the end.
 run_job auto "$PLAN" --live -t all -b "$MIN" -e "$MAX" -f "$FACTOR"
 for ((round = 1; round <= ROUNDS; round++)); do
   for t in $COLLS; do
-    echo "# round $round: $t"
-    run_job hier "$PERF" -t "$t" "${sweep[@]}" --json "$OUT/runs/$t-hier-$round.json"
-    # Rows of the plan's runs carry no algorithm: label them for strata-plan's hier column.
-    sed -i 's/{"size":/{"algorithm":"hier","size":/g' "$OUT/runs/$t-hier-$round.json"
-    run_job flat "$PERF" -t "$t" --algo all "${sweep[@]}" --json "$OUT/runs/$t-flat-$round.json"
+    for range in $SWEEPS; do
+      IFS=: read -r lo hi iters <<<"$range"
+      echo "# round $round: $t $lo-$hi"
+      sweep=(-b "$lo" -e "$hi" -f "$FACTOR" -n "$iters" -w $(( iters > 5 ? 5 : 1 )) -c 0 --transport "$TRANSPORT")
+      tag=$t-$lo-$round
+      run_job hier "$PERF" -t "$t" "${sweep[@]}" --json "$OUT/runs/$tag-hier.json"
+      # Rows of the plan's runs carry no algorithm: label them for strata-plan's hier column.
+      sed -i 's/{"size":/{"algorithm":"hier","size":/g' "$OUT/runs/$tag-hier.json"
+      run_job flat "$PERF" -t "$t" --algo all "${sweep[@]}" --json "$OUT/runs/$tag-flat.json"
+    done
   done
 done
 run_job auto "$PLAN" --live -t all -b "$MIN" -e "$MAX" -f "$FACTOR" --markdown --measured "$OUT"/runs/*.json

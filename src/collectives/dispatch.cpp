@@ -36,6 +36,8 @@ const Algorithm& threshold_algorithm(const CollArgs& a) {
 SelectorScope::SelectorScope(const topology::Selector* s) : previous_(current_selector) { current_selector = s; }
 SelectorScope::~SelectorScope() { current_selector = previous_; }
 
+const topology::Selector* active_selector() { return current_selector; }
+
 const Algorithm& default_algorithm(const Group& g, const CollArgs& a) {
   if (a.kind != CollectiveKind::barrier && a.kind > CollectiveKind::reduce)
     throw InvalidArgument(std::string("not a collective: ") + to_string(a.kind));

@@ -49,6 +49,9 @@ class SelectorScope {
   const topology::Selector* previous_;
 };
 
+// The selector of the innermost live SelectorScope on this thread, or nullptr.
+const topology::Selector* active_selector();
+
 // The algorithm run_collective runs for a call that names none, over g.
 const Algorithm& default_algorithm(const Group& g, const CollArgs& a);
 // The fixed rule the selector replaced (log(p)-step algorithms up to STRATA_SMALL_BYTES,

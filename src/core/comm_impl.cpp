@@ -120,6 +120,11 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   in.cache_key = std::string("transport=") + transport_->name() + " wan_link=" + config::get_string("wan_link") +
                  " wan_streams=" + config::get_string("wan_streams") + " wan_emulate=" + config::get_string("wan_emulate");
   auto figures = topology::agree_figures(in, &probe_report_);
+  // A round that waits sleeps in turns between the fabrics and notices its message half
+  // a turn late on average: a cost of every link once ranks span regions, which the
+  // probe's spinning round trips do not see. Every rank adds the same, so choices agree.
+  if (dynamic_cast<const wan::RoutedTransport*>(transport_.get()))
+    figures.wait_alpha = std::chrono::duration<double>(wan::RoutedTransport::kTurn).count() / 2;
   selector_ = std::make_unique<topology::Selector>(
       std::move(figures), localities_, topology::parse_algorithm_rules(config::get_string("algo"), "STRATA_ALGO", true));
   world_ = collectives::Group::world(rank_, size_);

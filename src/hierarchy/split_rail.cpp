@@ -11,6 +11,7 @@
 #include "collectives/reduce_kernels.hpp"
 #include "core/config.hpp"
 #include "hierarchy/hierarchical.hpp"
+#include "hierarchy/plan_cost.hpp"
 #include "hierarchy/ring_stage.hpp"
 #include "quant/compressed_allreduce.hpp"
 #include "strata/errors.hpp"
@@ -50,7 +51,13 @@ std::size_t block_index(const Plan& p, int q) {
   return idx;
 }
 
-std::size_t small_bytes() { return static_cast<std::size_t>(config::get_int("small_bytes")); }
+// The latency path (a whole collective per level) or the pipeline: by the communicator's
+// cost model when it runs one (plan_cost.hpp), else by STRATA_SMALL_BYTES alone.
+bool latency_path(const Plan& plan, CollectiveKind kind, std::size_t bytes) {
+  if (const topology::Selector* sel = collectives::active_selector())
+    return prefers_latency_path(*sel, level_costs(*sel, plan), kind, bytes);
+  return bytes <= static_cast<std::size_t>(config::get_int("small_bytes"));
+}
 
 // Clears the context's background work however the pipeline ends.
 struct BackgroundScope {
@@ -67,7 +74,7 @@ void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
   char* out = static_cast<char*>(a.recv);
   const int depth = plan.depth();
 
-  if (a.count * esz <= small_bytes()) {
+  if (latency_path(plan, CollectiveKind::allreduce, a.count * esz)) {
     // Latency first: a log(p)-step allreduce per level, every rank ending with the same bits.
     const void* src = a.send;
     for (const Group& g : plan.mine) {
@@ -239,7 +246,7 @@ void split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
                                                  ReduceOp::sum, plan.position(level, root), {}});
   };
 
-  if (a.count * esz <= small_bytes()) {
+  if (latency_path(plan, CollectiveKind::broadcast, a.count * esz)) {
     // Across regions first along the root's rail, then down each level: one WAN crossing.
     for (int i = depth - 1; i >= 0; --i)
       if (same_positions(plan, root, 0, i)) bcast(i, out, a.count);

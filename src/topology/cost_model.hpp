@@ -52,6 +52,9 @@ struct Figures {
   Source gamma_source = Source::builtin;
   std::size_t chunk_bytes = 1 << 20;  // pipeline chunk of the ring, tree and chain
   std::size_t small_bytes = 64 << 10; // split-rail plans' latency path (STRATA_SMALL_BYTES)
+  // Seconds every round pays on top of its link's α for how the rank waits, not for the
+  // link: half a turn of wan::RoutedTransport's alternating sleep once ranks span regions.
+  double wait_alpha = 0;
   // The WAN matrix: regions in order of their lowest rank, and one figure per ordered
   // pair (row = from). Empty: link[wan] between every pair.
   std::vector<std::string> regions;

@@ -113,7 +113,9 @@ LinkClass Selector::group_class(const Group& g) const {
 }
 
 GroupCost Selector::class_cost(LinkClass c) const {
-  return GroupCost{figures_.of(c).cost, figures_.gamma, static_cast<double>(figures_.chunk_bytes)};
+  GroupCost g{figures_.of(c).cost, figures_.gamma, static_cast<double>(figures_.chunk_bytes)};
+  g.link.alpha += figures_.wait_alpha;
+  return g;
 }
 
 GroupCost Selector::group_cost(const Group& g) const {
@@ -130,6 +132,7 @@ GroupCost Selector::group_cost(const Group& g) const {
       if (localities_.at(static_cast<std::size_t>(g.rank((i + 1) % p))).region != reg) ++ring_out[reg];
     }
     cost.link = figures_.wan_worst(regions);
+    cost.link.alpha += figures_.wait_alpha;
     for (const auto& [reg, n] : members) cost.wan_sharing = std::max(cost.wan_sharing, static_cast<double>(n));
     for (const auto& [reg, n] : ring_out) cost.ring_sharing = std::max(cost.ring_sharing, static_cast<double>(n));
   }

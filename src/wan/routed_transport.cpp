@@ -31,7 +31,7 @@ void RoutedTransport::wait_event(std::chrono::microseconds max) {
   // Neither fabric can wake the other's wait, so sleep in short turns: a message on one
   // fabric waits at most one turn on the other (the transports end sub-millisecond waits
   // on time, see transport/asio_waiter.hpp).
-  const auto turn = std::min(max, std::chrono::microseconds(50));
+  const auto turn = std::min(max, kTurn);
   if (progress()) return;
   local_->wait_event(turn);
   if (progress()) return;

@@ -12,6 +12,11 @@ namespace strata::wan {
 
 class RoutedTransport : public transport::Transport {
  public:
+  // Neither fabric can wake a wait on the other, so wait_event sleeps in turns of this
+  // length on each: a message that arrives while its receiver sleeps on the other fabric
+  // waits up to one turn, half a turn on average.
+  static constexpr std::chrono::microseconds kTurn{50};
+
   // remote[r]: rank r is in another region.
   RoutedTransport(std::unique_ptr<Transport> local, std::unique_ptr<Transport> wan,
                   std::vector<bool> remote);

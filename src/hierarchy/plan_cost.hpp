@@ -1,0 +1,28 @@
+// What the cost model charges a hierarchical plan, for the selector's per-call choices
+// inside the plan (split rail's latency path) and for strata-plan's tables.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "hierarchy/plan.hpp"
+#include "topology/cost_model.hpp"
+#include "topology/selector.hpp"
+
+namespace strata::hierarchy {
+
+// Each level at its largest group's links, innermost first.
+std::vector<topology::LevelCost> level_costs(const topology::Selector& sel, const Plan& plan);
+
+// Whether a split-rail allreduce or broadcast of `bytes` takes the latency path (the
+// whole collective once per level) rather than the pipeline (reduce-scatter or scatter
+// down, the top level on a shard, allgather up): only up to STRATA_SMALL_BYTES, and then
+// only where the model prices it no dearer. Across a slow WAN the pipeline's smaller
+// top-level message wins from a few KiB on; on fast links the fewer steps win.
+bool prefers_latency_path(const topology::Selector& sel, const std::vector<topology::LevelCost>& levels,
+                          CollectiveKind kind, std::size_t bytes);
+
+// The plan's predicted time, taking the path the plan will take.
+topology::Cost predict_plan(const topology::Selector& sel, const Plan& plan, CollectiveKind kind, double bytes);
+
+}  // namespace strata::hierarchy
