@@ -41,22 +41,14 @@ PERF=$root/build/tools/strata-perf PLAN=$root/build/tools/strata-plan
 mkdir -p "$OUT/runs" "$OUT/logs" "$OUT/cache"
 W=$((R * P))
 
-PIDS=()
-cleanup() {
-  local rc=$? p
-  trap - EXIT INT TERM
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  "$here/netns.sh" down >/dev/null 2>&1 || true
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source "$here/ns_jobs.sh"
+ns_trap
 "$here/netns.sh" up "$R" "$RATE" >/dev/null
 
 # Runs one job of W ranks, contiguous regions; "$1" is STRATA_ALGO, the rest the command.
 launch=0
 run_job() {
-  local algo=$1 rank k rc=0; shift
+  local algo=$1 rank k; shift
   launch=$((launch + 1))
   PIDS=()
   for ((rank = 0; rank < W; rank++)); do
@@ -68,9 +60,7 @@ run_job() {
       timeout -k 5 $LIMIT "$@" >"$OUT/logs/job$launch-rank$rank.log" 2>&1 &
     PIDS+=($!)
   done
-  for p in "${PIDS[@]}"; do wait "$p" || rc=$?; done
-  PIDS=()
-  (( rc == 0 )) || { tail -n 5 "$OUT/logs/job$launch-rank"*.log >&2; die "job $launch ($*) failed"; }
+  ns_wait_job || { tail -n 5 "$OUT/logs/job$launch-rank"*.log >&2; die "job $launch ($*) failed"; }
 }
 
 MIN=${SWEEPS%%:*} last=${SWEEPS##* } MAX=${last#*:}; MAX=${MAX%%:*}

@@ -16,9 +16,10 @@ std::vector<topology::LevelCost> level_costs(const topology::Selector& sel, cons
 
 // Whether a split-rail allreduce or broadcast of `bytes` takes the latency path (the
 // whole collective once per level) rather than the pipeline (reduce-scatter or scatter
-// down, the top level on a shard, allgather up): only up to STRATA_SMALL_BYTES, and then
-// only where the model prices it no dearer. Across a slow WAN the pipeline's smaller
-// top-level message wins from a few KiB on; on fast links the fewer steps win.
+// down, the top level on a shard, allgather up): only up to STRATA_SMALL_BYTES, only
+// while the path is latency-bound, and then only where the model prices it no dearer.
+// Across a slow WAN the pipeline's smaller top-level message wins from a few KiB on; on
+// fast links the fewer steps win.
 bool prefers_latency_path(const topology::Selector& sel, const std::vector<topology::LevelCost>& levels,
                           CollectiveKind kind, std::size_t bytes);
 
