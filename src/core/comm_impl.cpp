@@ -1,17 +1,12 @@
 #include "core/comm_impl.hpp"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <thread>
 
-#include "bootstrap.pb.h"
-#include "bootstrap/launch_env.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
-#include "transport/factory.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "quant/compressed_allreduce.hpp"
 #include "ps/protocol.hpp"
@@ -19,7 +14,6 @@
 #include "quant/compression.hpp"
 #include "topology/topology_file.hpp"
 #include "transport/tags.hpp"
-#include "wan/routed_transport.hpp"
 
 namespace strata::detail {
 
@@ -120,11 +114,8 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   in.cache_key = std::string("transport=") + transport_->name() + " wan_link=" + config::get_string("wan_link") +
                  " wan_streams=" + config::get_string("wan_streams") + " wan_emulate=" + config::get_string("wan_emulate");
   auto figures = topology::agree_figures(in, &probe_report_);
-  // A round that waits sleeps in turns between the fabrics and notices its message half
-  // a turn late on average: a cost of every link once ranks span regions, which the
-  // probe's spinning round trips do not see. Every rank adds the same, so choices agree.
-  if (dynamic_cast<const wan::RoutedTransport*>(transport_.get()))
-    figures.wait_alpha = std::chrono::duration<double>(wan::RoutedTransport::kTurn).count() / 2;
+  // Every rank of a communicator spanning regions waits the same way, so all add the same.
+  figures.wait_alpha = std::chrono::duration<double>(transport_->wait_latency()).count();
   selector_ = std::make_unique<topology::Selector>(
       std::move(figures), localities_, topology::parse_algorithm_rules(config::get_string("algo"), "STRATA_ALGO", true));
   world_ = collectives::Group::world(rank_, size_);

@@ -146,7 +146,6 @@ void ShardServer::refuse(const std::string& why) {
   std::vector<RequestPtr> reqs;
   for (int w = 0; w < workers_; ++w) {
     const PushHeader& h = headers_[static_cast<std::size_t>(w)];
-    if (h.count == 0 && h.op != Op::close) continue;
     const Layout L(h, workers_, servers_);
     for (std::size_t c = 0; c < L.chunks(index_); ++c)
       reqs.push_back(t_.irecv(w, tag(Stream::push), discard.data(), discard.size()));

@@ -86,6 +86,11 @@ class Transport {
 
   // Thread-safe (any thread may read while the engine runs); see TrafficCounters.
   virtual TrafficCounters traffic() const { return {}; }
+
+  // How late, on average, a waiting rank notices a message because of how it sleeps
+  // rather than the link: the cost model adds it to every round (wan::RoutedTransport
+  // sleeps in turns on two fabrics). Spinning probes do not see it.
+  virtual std::chrono::microseconds wait_latency() const { return std::chrono::microseconds(0); }
 };
 
 // Waits for every request, driving progress: spins briefly (latency), then sleeps in

@@ -33,6 +33,7 @@ class RoutedTransport : public transport::Transport {
   std::string abort_reason() const override;
   // Only the WAN side crosses regions; intra-region traffic is not counted.
   transport::TrafficCounters traffic() const override { return wan_->traffic(); }
+  std::chrono::microseconds wait_latency() const override { return kTurn / 2; }
 
  private:
   Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }
