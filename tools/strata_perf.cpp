@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
 #include "launcher.hpp"
 #include "perf_bench.hpp"
 #include "perf_data.hpp"
@@ -75,12 +76,6 @@ std::vector<Case> expand_cases(const PerfOptions& o, int nranks, const std::stri
   return cases;
 }
 
-// The dedicated servers this job's ranks were told about (0 without STRATA_SERVERS).
-int servers_from_env() {
-  const char* v = std::getenv("STRATA_SERVERS");
-  return v ? std::atoi(v) : 0;
-}
-
 void print(const std::string& s) {
   std::fputs(s.c_str(), stdout);
   std::fflush(stdout);
@@ -130,7 +125,7 @@ int run_rank(const PerfOptions& o) {
   std::vector<ResultRow> rows;
   const auto sizes = sweep_sizes(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
   // --algo: one block of rows per algorithm, each under a comment line naming it.
-  for (const std::string& algo : algorithms_to_run(o, n, servers_from_env())) {
+  for (const std::string& algo : algorithms_to_run(o, n, static_cast<int>(config::get_int("servers")))) {
     if (me == 0 && !algo.empty()) print("# algorithm " + algo + "\n");
     for (const Case& c : expand_cases(o, n, algo)) {
       for (const std::uint64_t size : sizes) {

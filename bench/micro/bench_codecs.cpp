@@ -15,6 +15,7 @@
 
 #include "quant/codec.hpp"
 #include "quant/kernels.hpp"
+#include "bm_memcpy.hpp"
 
 namespace {
 
@@ -91,23 +92,11 @@ void bm_decode(benchmark::State& state, std::string spec, q::kernels::Isa isa, s
   state.counters["ratio"] = static_cast<double>(bytes) / static_cast<double>(wire.size());
 }
 
-void bm_memcpy(benchmark::State& state, std::size_t bytes) {
-  const std::vector<char> src(bytes, 1);
-  std::vector<char> dst(bytes);
-  for (auto _ : state) {
-    std::memcpy(dst.data(), src.data(), bytes);
-    benchmark::DoNotOptimize(dst.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(bytes));
-}
-
 void register_all() {
   const q::kernels::Isa active = q::kernels::active_isa();
   for (std::size_t bytes : kSizes) {
     const std::string size = size_name(bytes);
-    benchmark::RegisterBenchmark(("memcpy/" + size).c_str(), bm_memcpy, bytes);
+    benchmark::RegisterBenchmark(("memcpy/" + size).c_str(), strata::bench::bm_memcpy, bytes);
     for (const char* spec : kCodecs) {
       std::vector<q::kernels::Isa> isas = {active};
       for (const char* g : kGenericToo) {

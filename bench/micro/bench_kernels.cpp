@@ -16,6 +16,7 @@
 #include "collectives/reduce_kernels.hpp"
 #include "core/half.hpp"
 #include "strata/types.hpp"
+#include "bm_memcpy.hpp"
 
 namespace {
 
@@ -71,18 +72,6 @@ void bm_reduce(benchmark::State& state, KernelIsa isa, DataType dt, ReduceOp op,
                           static_cast<std::int64_t>(bytes));
 }
 
-void bm_memcpy(benchmark::State& state, std::size_t bytes) {
-  const std::vector<char> src(bytes, 1);
-  std::vector<char> dst(bytes);
-  for (auto _ : state) {
-    std::memcpy(dst.data(), src.data(), bytes);
-    benchmark::DoNotOptimize(dst.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(bytes));
-}
-
 struct Case {
   DataType dt;
   ReduceOp op;
@@ -96,7 +85,7 @@ void register_all() {
   const KernelIsa active = strata::collectives::active_kernel_isa();
   for (std::size_t bytes : kSizes) {
     const std::string size = size_name(bytes);
-    benchmark::RegisterBenchmark(("memcpy/" + size).c_str(), bm_memcpy, bytes);
+    benchmark::RegisterBenchmark(("memcpy/" + size).c_str(), strata::bench::bm_memcpy, bytes);
     for (const Case& c : kCases) {
       // The active variant is what production runs; the generic one is shown beside it
       // so the gain of the wider variant can be read off.

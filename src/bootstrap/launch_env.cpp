@@ -68,6 +68,20 @@ LaunchInfo discover_launch() {
       "strata-run, torchrun, mpirun or srun)");
 }
 
+LaunchInfo discover_server_launch() {
+  const char* r = env("STRATA_RANK");
+  const char* n = env("STRATA_WORLD_SIZE");
+  if (!r || !n)
+    throw InvalidArgument("a dedicated server (STRATA_ROLE=server) needs STRATA_RANK (its index among the "
+                          "servers) and STRATA_WORLD_SIZE (the number of workers)");
+  LaunchInfo info;
+  info.rank = parse_int("STRATA_RANK", r);
+  info.size = parse_int("STRATA_WORLD_SIZE", n);
+  info.source = "STRATA_ROLE=server";
+  info.root = root_from_env(info.source);
+  return info;
+}
+
 Locality local_locality() {
   Locality l;
   if (const char* v = env("STRATA_REGION")) l.region = v;

@@ -21,6 +21,11 @@ struct LaunchInfo {
 // which variable is missing or malformed.
 LaunchInfo discover_launch();
 
+// A dedicated parameter server's place (STRATA_ROLE=server): rank is its index among the
+// servers, size the number of workers, root as for a rank. Throws InvalidArgument naming
+// what is missing or malformed.
+LaunchInfo discover_server_launch();
+
 // This process's locality from STRATA_REGION/_CLUSTER/_RACK/_HOST (host defaults to the
 // hostname); local_rank is filled in later from everyone's records.
 Locality local_locality();

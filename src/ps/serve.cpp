@@ -1,7 +1,6 @@
 // A dedicated server process: join the workers' rendezvous as transport rank
 // workers + index, then run the shard loop until every worker has closed.
-#include <cstdlib>
-
+#include "bootstrap/launch_env.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
@@ -10,20 +9,6 @@
 #include "strata/errors.hpp"
 
 namespace strata {
-
-namespace {
-
-int env_int(const char* name, int lo) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) throw InvalidArgument(std::string("a dedicated server needs ") + name + " (STRATA_ROLE=server)");
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  if (*end || x < lo || x > 1 << 20)
-    throw InvalidArgument(std::string(name) + "='" + v + "' is not an integer of at least " + std::to_string(lo));
-  return static_cast<int>(x);
-}
-
-}  // namespace
 
 bool is_server_process() {
   const std::string role = config::get_string("role");
@@ -62,13 +47,12 @@ ServerStats serve(const ServerOptions& o) {
 
 ServerStats serve_from_env(const CommOptions& comm) {
   if (!is_server_process()) throw InvalidArgument("serve_from_env: STRATA_ROLE is not 'server'");
+  const auto info = bootstrap::discover_server_launch();
   ServerOptions o;
-  o.index = env_int("STRATA_RANK", 0);
-  o.workers = env_int("STRATA_WORLD_SIZE", 1);
+  o.index = info.rank;
+  o.workers = info.size;
   o.servers = detail::configured_servers();
-  const char* root = std::getenv("STRATA_ROOT");
-  if (!root || !*root) throw InvalidArgument("a dedicated server needs STRATA_ROOT (STRATA_ROLE=server)");
-  o.root = root;
+  o.root = info.root;
   o.comm = comm;
   return serve(o);
 }
