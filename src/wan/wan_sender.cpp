@@ -31,7 +31,7 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   if (!o.failed.empty()) return;
   for (std::size_t s = 0; s < o.streams.size(); ++s) {
     auto& st = o.streams[s];
-    if (st.sock || (o.pending.empty() && st.unacked.empty())) continue;
+    if (st.sock || o.departing || (o.pending.empty() && st.unacked.empty())) continue;
     if (st.down && now - st.down_since > opt_.reconnect_for)
       return fail_peer(peer, "stream " + std::to_string(s) + " could not be restored within " +
                                  std::to_string(opt_.reconnect_for.count()) + " ms");
@@ -179,7 +179,9 @@ void WanTransport::read_ack(int peer, int s) {
     }
     if (h.kind == FrameKind::goodbye && header_intact(t.ack_in.data())) {
       on_goodbye(peer);
-      return fail_peer(peer, "rank " + std::to_string(peer) + " closed its WAN link");
+      out_[static_cast<std::size_t>(peer)].departing = true;
+      t.farewell = true;
+      return settle_departure(peer);
     }
     if (h.kind != FrameKind::ack || !header_intact(t.ack_in.data()) || frame_crc(0, h) != h.crc)
       return break_outbound(peer, s, "corrupt acknowledgement");
@@ -218,6 +220,11 @@ void WanTransport::apply_ack(int peer, int s, std::uint64_t seq) {
 
 void WanTransport::break_outbound(int peer, int s, const std::string& why) {
   auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  if (out_[static_cast<std::size_t>(peer)].departing) {
+    // The peer is leaving: this stream closing is its last word, not a fault to repair.
+    st.farewell = true;
+    return settle_departure(peer);
+  }
   boost::system::error_code ec;
   if (st.sock) st.sock->close(ec);
   st.sock.reset();
@@ -236,6 +243,13 @@ void WanTransport::break_outbound(int peer, int s, const std::string& why) {
   st.retry_at = now + backoff;
   next_due_ = std::min(next_due_, st.retry_at);
   if (now - st.down_since > opt_.reconnect_for) fail_peer(peer, why);
+}
+
+void WanTransport::settle_departure(int peer) {
+  const auto& o = out_[static_cast<std::size_t>(peer)];
+  for (const auto& st : o.streams)
+    if (st.sock && !st.farewell) return;  // its acknowledgements may still come
+  fail_peer(peer, "rank " + std::to_string(peer) + " closed its WAN link");
 }
 
 void WanTransport::fail_peer(int peer, const std::string& why) {

@@ -131,6 +131,9 @@ class WanTransport : public transport::Transport {
     int failures = 0;
     Clock::time_point retry_at{}, down_since{};
     bool down = false;
+    // The peer said goodbye on this stream, or it closed after a goodbye on another:
+    // no acknowledgement can come on it any more, and it is not reconnected.
+    bool farewell = false;
   };
   struct PendingSend {
     ReqPtr req;
@@ -142,6 +145,7 @@ class WanTransport : public transport::Transport {
     std::deque<PendingSend> pending;
     std::uint64_t next_msg_id = 0;
     std::string failed;
+    bool departing = false;  // a goodbye came on some stream (see settle_departure)
     TokenBucket bucket;
     Clock::time_point rate_ready{};
     bool cut_done = false;
@@ -215,6 +219,10 @@ class WanTransport : public transport::Transport {
   // Best effort, before closing: a goodbye on every idle stream, both directions.
   void say_goodbye();
   void on_goodbye(int peer);
+  // After a goodbye, acknowledgements may still be on their way on the peer's other
+  // streams (it acknowledges on the stream a frame came in on): sends fail only once
+  // every stream has said goodbye or closed, so a delivered one is never among them.
+  void settle_departure(int peer);
   void close_all();
   std::int64_t now_ns() const;
   // Only the engine thread counts, but traffic() may read from any thread: relaxed atomics
