@@ -25,6 +25,8 @@ enum class FrameKind : std::uint32_t {
   ack = 0x414E4157,   // "WANA": seq is the cumulative sequence number delivered
   // "WANG": the sender is closing or aborting its transport and will not come back, so
   // the other side stops waiting for it (a broken stream, by contrast, reconnects).
+  // msg_id is how many messages the sender sent this receiver in all; nothing follows it
+  // on its stream.
   goodbye = 0x474E4157,
 };
 

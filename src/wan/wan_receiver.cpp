@@ -122,7 +122,12 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
     return false;
   }
   if (h.kind == FrameKind::goodbye && header_intact(header)) {
-    on_goodbye(peer);
+    // Nothing follows it on this stream; it takes effect behind the stripes still held.
+    Arrival a;
+    a.goodbye = true;
+    a.sent_msgs = h.msg_id;
+    if (held(h.sent_ns, st.delayed.empty(), &a.due)) st.delayed.push_back(std::move(a));
+    else on_goodbye(peer, h.msg_id);
     break_inbound(peer, s);
     return false;
   }
@@ -172,6 +177,7 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
   in.msgs[m->id] = m;
   st.msg = m;
   try_match(peer);
+  if (in.departing) settle_inbound(peer);  // that may have been the last message it sent
   return true;
 }
 
@@ -195,22 +201,26 @@ bool WanTransport::end_frame(int peer, int s) {
   }
   if (st.discard) return true;
   st.recv_seq = st.h.seq;
-  Arrival a{Clock::now(), st.h.seq, std::move(st.msg), st.h.length};
+  Arrival a;
+  a.seq = st.h.seq;
+  a.msg = std::move(st.msg);
+  a.len = st.h.length;
+  if (held(st.h.sent_ns, st.delayed.empty(), &a.due)) st.delayed.push_back(std::move(a));
+  else deliver(peer, s, a);
+  return true;
+}
+
+bool WanTransport::held(std::int64_t sent_ns, bool queue_empty, Clock::time_point* due) {
   const auto delay = opt_.emulation.delay;
-  if (delay.count() > 0) {
-    a.due = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-                std::chrono::nanoseconds(st.h.sent_ns))) + delay;
-    if (a.due > Clock::now() || !st.delayed.empty()) {
-      next_due_ = std::min(next_due_, a.due);
-      st.delayed.push_back(std::move(a));
-      return true;
-    }
-  }
-  deliver(peer, s, a);
+  if (delay.count() <= 0) return false;
+  *due = Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(sent_ns))) + delay;
+  if (*due <= Clock::now() && queue_empty) return false;
+  next_due_ = std::min(next_due_, *due);
   return true;
 }
 
 void WanTransport::deliver(int peer, int s, const Arrival& a) {
+  if (a.goodbye) return on_goodbye(peer, a.sent_msgs);
   auto& in = in_[static_cast<std::size_t>(peer)];
   auto& st = in.streams[static_cast<std::size_t>(s)];
   st.delivered_seq = std::max(st.delivered_seq, a.seq);
@@ -298,6 +308,7 @@ void WanTransport::break_inbound(int peer, int s) {
   st.in_payload = false;
   st.msg.reset();
   st.ack_writing = false;
+  settle_inbound(peer);  // a departing peer's last stream may just have closed
 }
 
 }  // namespace strata::wan

@@ -21,13 +21,15 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   auto& o = out_[static_cast<std::size_t>(peer)];
   for (std::size_t s = 0; s < o.streams.size(); ++s) {
     auto& st = o.streams[s];
-    while (!st.delayed_acks.empty() && st.delayed_acks.front().first <= now) {
-      const std::uint64_t seq = st.delayed_acks.front().second;
+    while (!st.delayed_acks.empty() && st.delayed_acks.front().due <= now) {
+      const HeldAck a = st.delayed_acks.front();
       st.delayed_acks.pop_front();
-      apply_ack(peer, static_cast<int>(s), seq);
+      if (a.goodbye) farewell_outbound(peer, static_cast<int>(s), a.sent_msgs);
+      else apply_ack(peer, static_cast<int>(s), a.seq);
     }
-    if (!st.delayed_acks.empty()) next_due_ = std::min(next_due_, st.delayed_acks.front().first);
+    if (!st.delayed_acks.empty()) next_due_ = std::min(next_due_, st.delayed_acks.front().due);
   }
+  if (o.departing) settle_departure(peer);  // the last held acknowledgement may have come
   if (!o.failed.empty()) return;
   for (std::size_t s = 0; s < o.streams.size(); ++s) {
     auto& st = o.streams[s];
@@ -177,27 +179,28 @@ void WanTransport::read_ack(int peer, int s) {
     } catch (const std::exception& e) {
       return break_outbound(peer, s, e.what());
     }
-    if (h.kind == FrameKind::goodbye && header_intact(t.ack_in.data())) {
-      on_goodbye(peer);
-      out_[static_cast<std::size_t>(peer)].departing = true;
-      t.farewell = true;
-      return settle_departure(peer);
+    const bool goodbye = h.kind == FrameKind::goodbye;
+    if (goodbye && header_intact(t.ack_in.data())) {
+      // The last frame on this stream; behind whatever acknowledgements are still held.
+      HeldAck a;
+      a.goodbye = true;
+      a.sent_msgs = h.msg_id;
+      if (held(h.sent_ns, t.delayed_acks.empty(), &a.due)) return t.delayed_acks.push_back(a);
+      return farewell_outbound(peer, s, h.msg_id);
     }
     if (h.kind != FrameKind::ack || !header_intact(t.ack_in.data()) || frame_crc(0, h) != h.crc)
       return break_outbound(peer, s, "corrupt acknowledgement");
-    const auto delay = opt_.emulation.delay;
-    if (delay.count() > 0) {
-      const auto due = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::nanoseconds(h.sent_ns))) + delay;
-      if (due > Clock::now() || !t.delayed_acks.empty()) {
-        t.delayed_acks.emplace_back(due, h.seq);
-        next_due_ = std::min(next_due_, due);
-        return read_ack(peer, s);
-      }
-    }
-    apply_ack(peer, s, h.seq);
+    HeldAck a;
+    a.seq = h.seq;
+    if (held(h.sent_ns, t.delayed_acks.empty(), &a.due)) t.delayed_acks.push_back(a);
+    else apply_ack(peer, s, h.seq);
     read_ack(peer, s);
   });
+}
+
+void WanTransport::farewell_outbound(int peer, int s, std::uint64_t sent_msgs) {
+  out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)].farewell = true;
+  on_goodbye(peer, sent_msgs);
 }
 
 void WanTransport::apply_ack(int peer, int s, std::uint64_t seq) {
@@ -247,8 +250,9 @@ void WanTransport::break_outbound(int peer, int s, const std::string& why) {
 
 void WanTransport::settle_departure(int peer) {
   const auto& o = out_[static_cast<std::size_t>(peer)];
+  if (!o.failed.empty()) return;
   for (const auto& st : o.streams)
-    if (st.sock && !st.farewell) return;  // its acknowledgements may still come
+    if ((st.sock && !st.farewell) || !st.delayed_acks.empty()) return;  // acknowledgements may still come
   fail_peer(peer, "rank " + std::to_string(peer) + " closed its WAN link");
 }
 

@@ -132,8 +132,8 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
   }
   auto& in = in_.at(static_cast<std::size_t>(peer));
   InMsgPtr m = in.unexpected.take(tag);
-  if (!m && !in.departed.empty()) {
-    req->fail(in.departed);
+  if (!m && no_more_messages(in)) {
+    req->fail(departed(peer));
     return req;
   }
   if (!m) {
@@ -149,8 +149,8 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     m->dest = static_cast<char*>(buf);
     if (m->complete) {
       req->complete(m->total);
-    } else if (!in.departed.empty()) {
-      req->fail(in.departed);
+    } else if (in.gone) {
+      req->fail(departed(peer));
       m->dest = nullptr;
     } else {
       m->req = req;
@@ -182,6 +182,7 @@ bool WanTransport::progress() {
         }
         if (!d.empty()) next_due_ = std::min(next_due_, d.front().due);
       }
+      if (in.departing) settle_inbound(p);
       if (p != rank_) service_outbound(p, now);
     }
   }
@@ -243,13 +244,10 @@ void WanTransport::apply_abort() {
 }
 
 void WanTransport::say_goodbye() {
-  FrameHeader h;
-  h.kind = FrameKind::goodbye;
-  h.sent_ns = now_ns();
-  const EncodedHeader bye = seal(h, 0);
+  const std::int64_t stamp = now_ns();
   // Only where no write is under way (the frame must not land inside another), and
   // without blocking: a full socket buffer means the peer will see the close instead.
-  auto send = [&](const SocketPtr& sock, const EncodedHeader* ack) {
+  auto send = [&](const SocketPtr& sock, const EncodedHeader& bye, const EncodedHeader* ack) {
     boost::system::error_code ec;
     sock->non_blocking(true, ec);
     if (ec) return;
@@ -257,38 +255,68 @@ void WanTransport::say_goodbye() {
     if (ack) bufs[0] = boost::asio::buffer(*ack);
     count(wire_sent_, sock->write_some(ack ? std::span(bufs) : std::span(bufs).first(1), ec));
   };
-  for (auto& o : out_)
-    for (auto& s : o.streams)
-      if (s.sock && s.connected && !s.writing) send(s.sock, nullptr);
-  for (auto& i : in_)
-    for (auto& s : i.streams) {
+  for (std::size_t p = 0; p < out_.size(); ++p) {
+    // Tells the peer how many messages to expect from us in all, so it can fail a
+    // receive no message can satisfy at once and keep waiting for the rest.
+    FrameHeader h;
+    h.kind = FrameKind::goodbye;
+    h.sent_ns = stamp;
+    h.msg_id = out_[p].next_msg_id;
+    const EncodedHeader bye = seal(h, 0);
+    for (auto& s : out_[p].streams)
+      if (s.sock && s.connected && !s.writing) send(s.sock, bye, nullptr);
+    for (auto& s : in_[p].streams) {
       if (!s.sock || s.ack_writing) continue;
-      // Acknowledge everything delivered first: the goodbye fails the peer's unfinished
-      // sends, and a delivered one must not be among them.
+      // Acknowledge everything delivered first: the goodbye ends the peer's wait for
+      // acknowledgements, and a delivered send must not be left unacknowledged.
       if (s.delivered_seq > s.acked_seq) {
         FrameHeader a;
         a.kind = FrameKind::ack;
         a.seq = s.delivered_seq;
-        a.sent_ns = h.sent_ns;
+        a.sent_ns = stamp;
         s.ack_out = seal(a, 0);
         s.acked_seq = s.delivered_seq;
-        send(s.sock, &s.ack_out);
+        send(s.sock, bye, &s.ack_out);
       } else {
-        send(s.sock, nullptr);
+        send(s.sock, bye, nullptr);
       }
     }
+  }
 }
 
-void WanTransport::on_goodbye(int peer) {
+std::string WanTransport::departed(int peer) const {
+  return "rank " + std::to_string(peer) +
+         " closed its WAN link (its communicator was destroyed or aborted); nothing more will come from it";
+}
+
+void WanTransport::on_goodbye(int peer, std::uint64_t sent_msgs) {
   auto& in = in_[static_cast<std::size_t>(peer)];
-  if (!in.departed.empty()) return;
-  in.departed = "rank " + std::to_string(peer) +
-                " closed its WAN link (its communicator was destroyed or aborted); nothing more will come from it";
-  in.posted.for_each([&](ReqPtr& r) { r->fail(in.departed); });
+  auto& out = out_[static_cast<std::size_t>(peer)];
+  if (!in.departing) {
+    in.departing = true;
+    in.sent_msgs = sent_msgs;
+  }
+  // It will not come back: a stream of ours that breaks now is its close, not a fault.
+  out.departing = true;
+  settle_inbound(peer);
+  settle_departure(peer);
+}
+
+void WanTransport::settle_inbound(int peer) {
+  auto& in = in_[static_cast<std::size_t>(peer)];
+  if (!in.departing || in.gone) return;
+  bool quiet = true;
+  for (const auto& st : in.streams) quiet = quiet && !st.sock && st.delayed.empty();
+  if (quiet) in.gone = true;
+  if (!no_more_messages(in)) return;
+  const std::string why = departed(peer);
+  in.posted.for_each([&](ReqPtr& r) { r->fail(why); });
   in.posted.clear();
+  if (!in.gone) return;
   for (auto& [id, m] : in.msgs)
     if (m->req && !m->complete) {
-      m->req->fail(in.departed);
+      m->req->fail(why);
+      m->req.reset();
       m->dest = nullptr;  // no late stripe may land in the caller's buffer
     }
 }

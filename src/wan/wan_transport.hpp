@@ -9,6 +9,13 @@
 // what it already has by sequence number. A send completes once all its stripes are
 // acknowledged. Receivers reassemble by (message id, offset) and match messages to
 // receives in message-id order per peer, which keeps the seam's FIFO per (source, tag).
+//
+// A rank that closes says goodbye on its idle streams, naming how many messages it sent
+// each peer. A goodbye is a frame like any other: it takes effect in its stream's order
+// (behind data and acks still held by the emulated delay), and a peer gives up on what is
+// outstanding only once nothing more can come: receives when no message left to match can
+// satisfy them or every stream has closed with nothing held, sends once every stream has
+// said goodbye or closed with no acknowledgement held.
 #pragma once
 
 #include <atomic>
@@ -115,6 +122,13 @@ class WanTransport : public transport::Transport {
     ReqPtr req;
     bool written = false;  // once: writing it again is a resend
   };
+  // An ack (or the goodbye behind it) held back by the emulated delay.
+  struct HeldAck {
+    Clock::time_point due;
+    std::uint64_t seq = 0;
+    bool goodbye = false;
+    std::uint64_t sent_msgs = 0;  // goodbye: messages the peer sent us in all
+  };
   struct OutStream {
     SocketPtr sock;
     bool connected = false, writing = false;
@@ -125,7 +139,7 @@ class WanTransport : public transport::Transport {
     std::uint64_t frames_written = 0;
     EncodedHeader ack_in{};
     std::vector<EncodedHeader> batch;  // headers of the write in flight
-    std::deque<std::pair<Clock::time_point, std::uint64_t>> delayed_acks;
+    std::deque<HeldAck> delayed_acks;  // emulated delay, in arrival order
     // Backoff state: `down` from the first break until an ack shows the stream moving again,
     // so a peer that accepts and then drops every connection still runs out of time.
     int failures = 0;
@@ -145,7 +159,7 @@ class WanTransport : public transport::Transport {
     std::deque<PendingSend> pending;
     std::uint64_t next_msg_id = 0;
     std::string failed;
-    bool departing = false;  // a goodbye came on some stream (see settle_departure)
+    bool departing = false;  // the peer said goodbye: broken streams are not reconnected
     TokenBucket bucket;
     Clock::time_point rate_ready{};
     bool cut_done = false;
@@ -162,11 +176,14 @@ class WanTransport : public transport::Transport {
     bool matched = false, complete = false;
   };
   using InMsgPtr = std::shared_ptr<InMsg>;
+  // A frame held back by the emulated delay: a stripe of msg, or the peer's goodbye.
   struct Arrival {
     Clock::time_point due;
-    std::uint64_t seq;
+    std::uint64_t seq = 0;
     InMsgPtr msg;
-    std::size_t len;
+    std::size_t len = 0;
+    bool goodbye = false;
+    std::uint64_t sent_msgs = 0;
   };
   struct InStream {
     SocketPtr sock;
@@ -189,7 +206,10 @@ class WanTransport : public transport::Transport {
     std::uint64_t next_match = 0;
     transport::TagQueues<ReqPtr> posted;
     transport::TagQueues<InMsgPtr> unexpected;
-    std::string departed;  // set by the peer's goodbye: nothing more will come
+    // The peer said goodbye, having sent us `sent_msgs` messages; `gone` once every
+    // stream has closed with nothing held, so no further byte can arrive.
+    bool departing = false, gone = false;
+    std::uint64_t sent_msgs = 0;
   };
 
   // sender
@@ -213,15 +233,28 @@ class WanTransport : public transport::Transport {
   void match(int peer, const InMsgPtr& m);
   void send_ack(int peer, int s);
   void break_inbound(int peer, int s);
+  // Under emulated delay, when a frame stamped `sent_ns` may be acted on; false when at
+  // once (no delay, due already, and nothing ahead of it held in `queue_empty`'s queue).
+  bool held(std::int64_t sent_ns, bool queue_empty, Clock::time_point* due);
   RequestPtr send_to_self(Tag tag, const void* buf, std::size_t bytes);
   std::string truncation(int peer, std::size_t got, std::size_t cap) const;
   void apply_abort();
   // Best effort, before closing: a goodbye on every idle stream, both directions.
   void say_goodbye();
-  void on_goodbye(int peer);
+  // A goodbye from `peer` taking effect (in its stream's order), on either side.
+  void on_goodbye(int peer, std::uint64_t sent_msgs);
+  void farewell_outbound(int peer, int s, std::uint64_t sent_msgs);
+  // Receives from a departing peer fail only once nothing can satisfy them: every message
+  // it sent has been matched, or every stream has closed with nothing held.
+  void settle_inbound(int peer);
+  bool no_more_messages(const Inbound& in) const {
+    return in.departing && (in.gone || in.next_match >= in.sent_msgs);
+  }
+  std::string departed(int peer) const;
   // After a goodbye, acknowledgements may still be on their way on the peer's other
-  // streams (it acknowledges on the stream a frame came in on): sends fail only once
-  // every stream has said goodbye or closed, so a delivered one is never among them.
+  // streams (it acknowledges on the stream a frame came in on) or held by the emulated
+  // delay: sends fail only once every stream has said goodbye or closed and no
+  // acknowledgement is held, so a delivered one is never among them.
   void settle_departure(int peer);
   void close_all();
   std::int64_t now_ns() const;

@@ -272,6 +272,82 @@ TEST(WanLink, ClosedPeerFailsPendingReceivesPromptly) {
   EXPECT_EQ(test::failures(rs), "");
 }
 
+// Rank 1 sends `sizes` to rank 0 and closes its transport as soon as the frames are on
+// the wire, without waiting for acknowledgements; rank 0 posted its receives first. The
+// goodbye that follows must not fail a receive whose data was sent: each arrives whole,
+// and only a receive no message can satisfy fails, naming rank 1. `rounds` fresh pairs.
+void leave_right_after_sending(const WanOptions& opt, const std::vector<std::size_t>& sizes, int rounds) {
+  TempDir dir;
+  const auto rs = test::fork_ranks(2, kChildTimeout, [&](int rank) {
+    auto base = std::make_shared<bootstrap::FileStore>(dir.path());
+    for (int round = 0; round < rounds; ++round) {
+      const std::string name = "r" + std::to_string(round);
+      bootstrap::PrefixStore store(base, name + "/");
+      auto t = make_wan_transport(rank, 2, store, Clock::now() + 10s, opt);
+      std::vector<Bytes> bufs;
+      for (std::size_t i = 0; i < sizes.size(); ++i) bufs.push_back(random_bytes(1, 0, sizes[i], i + 1));
+      if (rank == 1) {
+        barrier(store, rank, 2, name + "-posted");
+        std::size_t expect = 0;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+          t->isend(0, 5, bufs[i].data(), sizes[i]);
+          expect += sizes[i] + kHeaderBytes;
+        }
+        const auto until = Clock::now() + 10s;
+        while (t->traffic().wan_wire_sent < expect && Clock::now() < until) t->progress();
+        require(t->traffic().wan_wire_sent >= expect, name + ": frames not written within 10 s");
+        continue;  // leaves at once: the transport is destroyed
+      }
+      std::vector<Bytes> in(sizes.size());
+      std::vector<RequestPtr> recvs;
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        in[i].assign(sizes[i] + 1, 0xEE);
+        recvs.push_back(t->irecv(1, 5, in[i].data(), in[i].size()));
+      }
+      barrier(store, rank, 2, name + "-posted");
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const std::string what = name + ", message " + std::to_string(i);
+        try {
+          require(transport::wait(*t, recvs[i], Clock::now() + 20s), what + ": timed out");
+        } catch (const TransportError& e) {
+          throw std::runtime_error(what + " failed although its data was sent: " + e.what());
+        }
+        require(recvs[i]->bytes() == sizes[i] && std::equal(bufs[i].begin(), bufs[i].end(), in[i].begin()),
+                what + ": payload differs");
+      }
+      Bytes extra(8);
+      std::string error;
+      try {
+        transport::wait(*t, t->irecv(1, 5, extra.data(), extra.size()), Clock::now() + 20s);
+      } catch (const TransportError& e) {
+        error = e.what();
+      }
+      require(error.find("rank 1 closed its WAN link") != std::string::npos,
+              name + ": a receive nothing was sent for ended with '" + error + "'");
+    }
+  });
+  EXPECT_EQ(test::failures(rs), "");
+}
+
+// Under emulated delay the receiver holds frames until their due time; the goodbye behind
+// them on the same stream is held too, so it cannot overtake them.
+TEST(WanLink, GoodbyeWaitsBehindDelayedFrames) {
+  WanOptions opt;
+  opt.streams = 2;
+  opt.emulation = parse_emulation("delay=50ms");
+  leave_right_after_sending(opt, {100, 300u << 10, 0}, 3);
+}
+
+// More streams than messages: the goodbye on the idle streams arrives while the one
+// large stripe is still being read from the busy one; it says how many messages were
+// sent, so the receive keeps waiting for that one.
+TEST(WanLink, GoodbyeOnIdleStreamsWaitsForDataOnOthers) {
+  WanOptions opt;
+  opt.streams = 8;
+  opt.stripe_bytes = 16u << 20;
+  leave_right_after_sending(opt, {6u << 20}, 5);
+}
+
 // Two regions of one rank each, flat ring allreduce: each rank sends the piece it reduces
 // (reduce-scatter) and the piece it owns at the end (allgather), plus the fingerprint every
 // collective sends to the next rank. An odd count makes the two pieces differ in size.
