@@ -42,14 +42,20 @@ struct Checker {
     if (op == ReduceOp::avg && !is_floating(dt))
       fail(std::string("op avg needs a floating dtype, got ") + to_string(dt));
   }
+  // No object is larger than PTRDIFF_MAX bytes, so a larger size cannot describe a
+  // buffer; refusing it also keeps every later `pointer + bytes` from wrapping.
   std::size_t bytes(std::size_t count, DataType dt, std::size_t blocks = 1) const {
     const std::size_t esz = dtype_size(dt);
-    if (count > std::numeric_limits<std::size_t>::max() / esz / blocks)
-      fail("count " + std::to_string(count) + " overflows the address space");
+    constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+    if (count > kMax / esz / blocks)
+      fail("count " + std::to_string(count) + (blocks > 1 ? " x " + std::to_string(blocks) + " ranks" : "") +
+           " of " + std::to_string(esz) + "-byte elements is larger than any buffer can be");
     return count * esz * blocks;
   }
   void buffer(const void* p, std::size_t bytes, const char* name, DataType dt = DataType::u8) const {
     if (!p && bytes) fail(std::string(name) + " is null but count is non-zero");
+    if (p && bytes > std::numeric_limits<std::uintptr_t>::max() - reinterpret_cast<std::uintptr_t>(p))
+      fail(std::string(name) + " with " + std::to_string(bytes) + " bytes runs past the end of the address space");
     // The reduction kernels read whole elements; refuse here rather than mid-collective.
     if (reinterpret_cast<std::uintptr_t>(p) % dtype_size(dt) != 0)
       fail(std::string(name) + " is not aligned to its " + std::to_string(dtype_size(dt)) +

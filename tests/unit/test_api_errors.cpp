@@ -2,6 +2,7 @@
 // the collective and the rank; the communicator stays usable afterwards.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -82,8 +83,42 @@ TEST_F(ApiErrors, MisalignedElements) {
 TEST_F(ApiErrors, OverflowingCount) {
   std::vector<float> b(1);
   EXPECT_NE(invalid([&] { comm_->allreduce(b.data(), b.data(), SIZE_MAX / 2, DataType::f64, ReduceOp::sum); })
-                .find("overflows"),
+                .find("larger than any buffer can be"),
             std::string::npos);
+}
+
+// Byte sizes that fit size_t but no buffer (above PTRDIFF_MAX), and buffers whose end
+// would wrap past the top of the address space, are refused on every collective before
+// anything is copied: on one rank the collective would otherwise be a memcpy of that size.
+TEST_F(ApiErrors, HugeCountsAreRefusedOnEveryCollective) {
+  std::vector<float> a(16), b(16);
+  const std::size_t counts[] = {SIZE_MAX / 4, SIZE_MAX / 4 + 1, SIZE_MAX, PTRDIFF_MAX / 4 + 1};
+  for (const std::size_t n : counts) {
+    const std::string count = std::to_string(n);
+    const auto huge = [&](const std::string& what) {
+      EXPECT_NE(what.find("larger than any buffer can be"), std::string::npos) << "count " << count << ": " << what;
+    };
+    huge(invalid([&] { comm_->allreduce(a.data(), b.data(), n, DataType::f32, ReduceOp::sum); }));
+    huge(invalid([&] { comm_->allreduce(a.data(), a.data(), n, DataType::f32, ReduceOp::sum); }));
+    huge(invalid([&] { comm_->reduce_scatter(a.data(), b.data(), n, DataType::f32, ReduceOp::sum); }));
+    huge(invalid([&] { comm_->allgather(a.data(), b.data(), n, DataType::f32); }));
+    huge(invalid([&] { comm_->broadcast(a.data(), b.data(), n, DataType::f32, 0); }));
+    huge(invalid([&] { comm_->reduce(a.data(), b.data(), n, DataType::f32, ReduceOp::sum, 0); }));
+    huge(invalid([&] { comm_->send(a.data(), n, DataType::f32, 0); }));
+    huge(invalid([&] { comm_->recv(a.data(), n, DataType::f32, 0); }));
+  }
+  // A size that is fine but a pointer whose buffer would wrap around.
+  auto* top = reinterpret_cast<float*>(UINTPTR_MAX - 15);  // 4-byte aligned, 16 bytes below the end
+  const auto wraps = [&](const std::string& what) {
+    EXPECT_NE(what.find("runs past the end of the address space"), std::string::npos) << what;
+  };
+  wraps(invalid([&] { comm_->allreduce(top, b.data(), 8, DataType::f32, ReduceOp::sum); }));
+  wraps(invalid([&] { comm_->allgather(a.data(), top, 8, DataType::f32); }));
+  wraps(invalid([&] { comm_->reduce_scatter(top, b.data(), 8, DataType::f32, ReduceOp::sum); }));
+  wraps(invalid([&] { comm_->broadcast(top, top, 8, DataType::f32, 0); }));
+  wraps(invalid([&] { comm_->send(top, 8, DataType::f32, 0); }));
+  // Nothing was written and the communicator still works.
+  EXPECT_EQ(b, std::vector<float>(16));
 }
 
 TEST_F(ApiErrors, CommunicatorStillWorksAfterBadCalls) {

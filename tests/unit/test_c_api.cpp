@@ -343,6 +343,38 @@ TEST_F(OneRank, NullBuffersAreRejectedUnlessCountIsZero) {
       << thread_error();
 }
 
+// The probe's case: on one rank strataAllGather with SIZE_MAX/4 floats returned success
+// after a copy of 2^64-4 bytes over the caller's stack. Every collective refuses counts
+// no buffer can hold, and blocking and non-blocking calls alike leave the buffers alone.
+TEST_F(OneRank, HugeCountsAreInvalidOnEveryCollective) {
+  float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {};
+  for (const std::size_t n : {SIZE_MAX / 4, SIZE_MAX / 8 + 1, SIZE_MAX}) {
+    strataRequest_t handle = nullptr;
+    for (strataRequest_t* req : {static_cast<strataRequest_t*>(nullptr), &handle}) {
+      const std::string what = "count " + std::to_string(n) + (req ? ", with a request" : "");
+      EXPECT_EQ(strataAllGather(a, b, n, strataFloat, comm_, req), strataInvalidArgument) << what;
+      EXPECT_THAT(thread_error(), HasSubstr("strataAllGather: allgather on rank 0: count")) << what;
+      EXPECT_THAT(thread_error(), HasSubstr("larger than any buffer can be")) << what;
+      EXPECT_EQ(strataAllReduce(a, b, n, strataFloat, strataSum, comm_, req), strataInvalidArgument) << what;
+      EXPECT_EQ(strataAllReduce(a, a, n, strataFloat, strataSum, comm_, req), strataInvalidArgument) << what;
+      EXPECT_EQ(strataReduceScatter(a, b, n, strataFloat, strataSum, comm_, req), strataInvalidArgument) << what;
+      EXPECT_EQ(strataBroadcast(a, b, n, strataFloat, 0, comm_, req), strataInvalidArgument) << what;
+      EXPECT_EQ(strataReduce(a, b, n, strataFloat, strataSum, 0, comm_, req), strataInvalidArgument) << what;
+      EXPECT_EQ(strataSend(a, n, strataFloat, 0, comm_, req), strataInvalidArgument) << what;
+      EXPECT_EQ(strataRecv(b, n, strataFloat, 0, comm_, req), strataInvalidArgument) << what;
+      if (req) {
+        EXPECT_EQ(*req, nullptr) << what;
+      }
+    }
+  }
+  for (float x : b) EXPECT_EQ(x, 0.0f);
+  strataResult_t async = strataInternalError;
+  ASSERT_EQ(strataCommGetAsyncError(comm_, &async), strataSuccess);
+  EXPECT_EQ(async, strataSuccess);
+  EXPECT_EQ(strataAllGather(a, b, 8, strataFloat, comm_, nullptr), strataSuccess) << thread_error();
+  EXPECT_EQ(b[7], 8.0f);
+}
+
 TEST_F(OneRank, ArgumentsTheLibraryChecksComeBackAsInvalidArgument) {
   std::int32_t ibuf[4] = {};
   float buf[4] = {};
