@@ -7,7 +7,7 @@
  *     once with a request to pass to strataTest / strataWait and then strataRequestFree.
  *   - Buffers are host memory and must stay valid until the operation completed.
  *   - Every function reports failure through its return value and never aborts the
- *     process; strataGetLastError gives the message that goes with the latest failure.
+ *     process; strataGetLastError gives the message that goes with a failed call.
  *
  * Threads: strataCommAbort, strataCommGetAsyncError, strataGetLastError and the request
  * functions may be called from any thread. Issuing operations on one communicator from
@@ -179,9 +179,13 @@ STRATA_API strataResult_t strataCommGetTraffic(strataComm_t comm,
 
 /* Static text naming the code. */
 STRATA_API const char* strataGetErrorString(strataResult_t result) STRATA_NOEXCEPT;
-/* Message of the latest failure on comm, or of the calling thread when comm is NULL;
- * "" if none. Successful calls do not clear it, as with errno. The string stays valid
- * until the calling thread's next call into strata. */
+/* comm NULL: the message of the calling thread's latest call into strata, "" when that
+ * call succeeded (or returned strataInProgress). comm given: the message of the latest
+ * failure on comm from any thread, non-blocking operations' failures included, "" once
+ * an operation issued on comm after it succeeded. Messages name the entry point, and
+ * for collectives the operation and its sequence number ("allreduce #12 (f32 x 1000,
+ * sum) on rank 3: ..."). The string stays valid until the calling thread's next call
+ * into strata. */
 STRATA_API const char* strataGetLastError(strataComm_t comm) STRATA_NOEXCEPT;
 
 /* Collectives. recvbuff may equal sendbuff (in place). count is per rank except for

@@ -33,6 +33,7 @@ namespace strata::capi {
 void assign_message(std::string& into, const char* fn, const char* what) noexcept;
 strataResult_t translate(const std::exception_ptr& e, const char** what) noexcept;
 void set_thread_error(const char* fn, const char* what) noexcept;
+void clear_thread_error() noexcept;
 const char* thread_error() noexcept;
 const char* copy_for_caller(const std::string& message) noexcept;
 // Argument checks, each throwing InvalidArgument that names the C argument.
@@ -108,6 +109,13 @@ class CommState {
     if (r != strataInvalidArgument && r != strataSuccess && r != strataInProgress &&
         async_error_ == strataSuccess)
       async_error_ = r;
+  }
+
+  // An operation issued on this communicator succeeded: the message of an earlier
+  // failure no longer describes where the communicator stands.
+  void clear_error() noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_error_.clear();
   }
 
   const char* last_error_copy() const noexcept {
@@ -282,11 +290,14 @@ class Call {
   std::shared_ptr<CommState> bound_;
 };
 
+// The calling thread's message describes its latest call: cleared by one that did not fail.
 template <class Body>
 strataResult_t guarded(const char* fn, Body&& body) noexcept {
   Call call(fn);
   try {
-    return body(call);
+    const strataResult_t r = body(call);
+    if (r == strataSuccess || r == strataInProgress) clear_thread_error();
+    return r;
   } catch (...) {
     return call.fail(std::current_exception());
   }
@@ -302,11 +313,13 @@ strataResult_t issue(const char* fn, strataComm_t comm, strataRequest_t* req,
     Work w = start(state->comm());
     if (req == nullptr) {
       w.wait();
+      state->clear_error();
       return strataSuccess;
     }
     auto r = std::make_shared<RequestState>(std::move(w), fn, state);
     state->track(r);
     *req = registry().add(std::move(r));
+    state->clear_error();
     return strataSuccess;
   });
 }

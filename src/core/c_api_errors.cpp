@@ -81,6 +81,8 @@ void set_thread_error(const char* fn, const char* what) noexcept {
   assign_message(tl_last_error, fn, what);
 }
 
+void clear_thread_error() noexcept { tl_last_error.clear(); }
+
 const char* thread_error() noexcept { return tl_last_error.c_str(); }
 
 // Caller holds whatever lock protects message.

@@ -523,7 +523,7 @@ TEST_F(OneRank, AsyncErrorReportsOutstandingThenSuccess) {
   EXPECT_EQ(async, strataSuccess);
 }
 
-TEST_F(OneRank, LastErrorIsKeptPerThreadAndPerCommunicator) {
+TEST_F(OneRank, LastErrorIsPerThreadAndPerCommunicatorAndClearedBySuccess) {
   float buf[4] = {};
   ASSERT_EQ(strataAllReduce(buf, buf, 4, from_int<strataDataType_t>(42), strataSum, comm_, nullptr),
             strataInvalidArgument);
@@ -542,10 +542,28 @@ TEST_F(OneRank, LastErrorIsKeptPerThreadAndPerCommunicator) {
   EXPECT_EQ(thread_error(), mine) << "another thread's failure does not overwrite ours";
   EXPECT_EQ(std::string(strataGetLastError(comm_)), theirs) << "the comm keeps its latest";
 
-  // Success does not clear it, as with errno.
-  ASSERT_EQ(strataBarrier(comm_, nullptr), strataSuccess);
-  EXPECT_EQ(thread_error(), mine);
+  // A query that succeeds clears the thread's message (it describes the latest call)
+  // but not the communicator's: a watchdog polling strataCommGetAsyncError must not
+  // wipe the message of the failure it is about to report.
+  strataResult_t async = strataInternalError;
+  ASSERT_EQ(strataCommGetAsyncError(comm_, &async), strataSuccess);
+  EXPECT_EQ(thread_error(), "");
   EXPECT_EQ(std::string(strataGetLastError(comm_)), theirs);
+
+  // An operation that succeeds afterwards leaves no stale message on either: the probe
+  // found the old one kept after later calls had succeeded.
+  ASSERT_EQ(strataAllReduce(buf, buf, 4, from_int<strataDataType_t>(42), strataSum, comm_, nullptr),
+            strataInvalidArgument);
+  ASSERT_EQ(strataBarrier(comm_, nullptr), strataSuccess);
+  EXPECT_EQ(thread_error(), "");
+  EXPECT_EQ(std::string(strataGetLastError(comm_)), "");
+  strataRequest_t req = nullptr;
+  ASSERT_EQ(strataAllReduce(buf, buf, 4, from_int<strataDataType_t>(42), strataSum, comm_, &req),
+            strataInvalidArgument);
+  ASSERT_EQ(strataAllReduce(buf, buf, 4, strataFloat, strataSum, comm_, &req), strataSuccess);
+  EXPECT_EQ(std::string(strataGetLastError(comm_)), "") << "a successful non-blocking issue clears it too";
+  ASSERT_EQ(strataWait(req), strataSuccess);
+  ASSERT_EQ(strataRequestFree(req), strataSuccess);
 }
 
 TEST_F(OneRank, RequestsMayBeObservedFromSeveralThreadsAtOnce) {
