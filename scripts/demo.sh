@@ -4,7 +4,8 @@
 # (STRATA_WAN_EMULATE, default 1 Gbit/s and 5 ms one way): the hierarchical plan, the
 # flat ring for comparison, and the hierarchical plan with top-k 1% + int8 compression
 # across regions. The last column is the bytes each rank sent over the WAN per call.
-# Extra arguments go to every strata-perf run; RANKS and TRANSPORT override the defaults.
+# Extra arguments go to every strata-perf run after the demo's own, so they override them
+# (strata-perf takes the last of a repeated flag); RANKS and TRANSPORT override the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh

@@ -90,6 +90,9 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
       "described by the environment (strata-run, torchrun, mpirun, srun); with no such "
       "environment it starts 2 local ranks.",
       "strata-perf"};
+  // A later option overrides an earlier one, as getopt does for nccl-tests, so a wrapper
+  // can put its defaults first and pass its user's flags after them.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   PerfOptions o;
   std::string minb = "32M", maxb = "32M", stepb = "1M", test = "all_reduce", root = "0";
   int ranks = 0;

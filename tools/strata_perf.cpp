@@ -119,6 +119,11 @@ int run_rank(const PerfOptions& o) {
                                 to_string(comm.transport()) + " ranks " + std::to_string(n),
                             lines) +
           format_table_header());
+    if (o.compress && o.check > 0)
+      print("# relErr: relative L2 error of one compressed call WITHOUT error feedback against the exact sum.\n"
+            "#   Top-k keeps only a fraction of each call's values, so one call alone is far off (near 1 for\n"
+            "#   topk:0.01) by design; error feedback (on in the timed calls) carries what was left out into\n"
+            "#   the next calls, which is what keeps training on course (bench/convergence).\n");
   }
 
   Bench bench(comm, o);

@@ -9,6 +9,7 @@
 
 #include "core/half.hpp"
 #include "perf_data.hpp"
+#include "perf_options.hpp"
 #include "perf_report.hpp"
 
 using namespace strata;
@@ -286,4 +287,20 @@ TEST(PerfData, TypeNamesAndExpansions) {
   EXPECT_FALSE(op_supported(ReduceOp::avg, DataType::i32));
   EXPECT_TRUE(op_supported(ReduceOp::avg, DataType::f16));
   EXPECT_TRUE(op_supported(ReduceOp::prod, DataType::u8));
+}
+
+// A later flag overrides an earlier one (getopt's rule in nccl-tests): scripts/demo.sh puts
+// its defaults first and the user's flags after them, which CLI11 refused by default
+// ("--iters: At Most 1 required but received 2").
+TEST(PerfOptions, LaterFlagsOverrideEarlierOnes) {
+  std::vector<std::string> args = {"strata-perf", "-n", "5", "-w", "1", "-b", "4", "--transport", "ucx",
+                                   "-n", "20", "--transport", "tcp", "-b", "1M"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  const ParsedOptions p = parse_perf_options(static_cast<int>(argv.size()), argv.data());
+  ASSERT_TRUE(p.options.has_value()) << "exit code " << p.exit_code;
+  EXPECT_EQ(p.options->iters, 20);
+  EXPECT_EQ(p.options->warmup_iters, 1);
+  EXPECT_EQ(p.options->min_bytes, 1u << 20);
+  EXPECT_EQ(p.options->transport, "tcp");
 }
