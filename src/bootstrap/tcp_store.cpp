@@ -4,10 +4,13 @@
 #include <atomic>
 #include <future>
 #include <list>
-#include <map>
+#include <mutex>
 #include <thread>
 
 #include "bootstrap.pb.h"
+#include "core/accept_loop.hpp"
+#include "core/log.hpp"
+#include "core/sys_errors.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::bootstrap {
@@ -38,21 +41,6 @@ std::pair<std::string, std::uint16_t> split_host_port(const std::string& addr,
 
 namespace {
 
-// A frame is a 4-byte little-endian length and a serialized message.
-constexpr std::uint32_t kMaxFrame = 64u << 20;
-
-std::string frame(const google::protobuf::MessageLite& m) {
-  std::string body = m.SerializeAsString();
-  const auto n = static_cast<std::uint32_t>(body.size());
-  std::string out(4, '\0');
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + body;
-}
-
-std::uint32_t frame_length(const unsigned char* h) {
-  return h[0] | (h[1] << 8) | (h[2] << 16) | (static_cast<std::uint32_t>(h[3]) << 24);
-}
-
 tcp::endpoint resolve(asio::io_context& io, const std::string& host, std::uint16_t port) {
   tcp::resolver r(io);
   boost::system::error_code ec;
@@ -62,13 +50,19 @@ tcp::endpoint resolve(asio::io_context& io, const std::string& host, std::uint16
   return *results.begin();
 }
 
+// Request bodies are read in pieces of at most this much, each reserved from the shared
+// budget first, so memory follows the bytes that actually arrived, not a claimed length.
+constexpr std::size_t kReadPiece = 64u << 10;
+
 }  // namespace
 
 // ---------------------------------------------------------------------------- server
 
 class StoreServer::Impl {
  public:
-  Impl(const std::string& host, std::uint16_t port) : acceptor_(io_) {
+  Impl(const std::string& host, std::uint16_t port, StoreServerLimits limits)
+      : limits_(limits), state_(limits.store), acceptor_(io_), accept_retry_(io_),
+        accept_trouble_("the rendezvous store") {
     const tcp::endpoint ep = resolve(io_, host, port);
     acceptor_.open(ep.protocol());
     acceptor_.set_option(tcp::acceptor::reuse_address(true));
@@ -76,7 +70,7 @@ class StoreServer::Impl {
     acceptor_.bind(ep, ec);
     if (ec)
       throw TransportError("rendezvous store cannot listen on " + host + ":" +
-                           std::to_string(port) + ": " + ec.message());
+                           std::to_string(port) + ": " + sys::describe(ec));
     acceptor_.listen();
     accept();
     // Return only once the thread runs: a caller that forks right away (as launchers do)
@@ -93,10 +87,11 @@ class StoreServer::Impl {
     asio::post(io_, [this, &answered] {
       boost::system::error_code ec;
       acceptor_.close(ec);
+      accept_retry_.cancel();
       for (auto& w : waiters_) {
         w->answered = true;
         w->timer.cancel();
-        try_answer(w->conn, w->keys, true);
+        answer(w->conn, w->keys, true);
       }
       waiters_.clear();
       answered.set_value();
@@ -109,114 +104,171 @@ class StoreServer::Impl {
     if (thread_.joinable()) thread_.join();
   }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  std::size_t connections() const { return open_.load(); }
+  std::string trouble() const { return accept_trouble_.what(); }
 
  private:
   struct Conn : std::enable_shared_from_this<Conn> {
-    explicit Conn(tcp::socket s) : sock(std::move(s)) {}
+    Conn(tcp::socket s, asio::io_context& io) : sock(std::move(s)), deadline(io) {}
     tcp::socket sock;
-    unsigned char header[4];
+    asio::steady_timer deadline;  // armed while a request is incomplete
+    unsigned char header[kFrameHeaderBytes];
     std::string body;
+    std::size_t want = 0;      // length of the request being read
+    std::size_t reserved = 0;  // of the shared budget, for body
+    bool known = false;        // has sent a whole request: may idle between requests
+    bool closed = false;
     std::string reply;
   };
+  using ConnPtr = std::shared_ptr<Conn>;
   // Shared with its timer's callback: a fired timer cannot be cancelled any more, so the
   // callback must find out itself that the GET was already answered.
   struct Waiter {
-    std::shared_ptr<Conn> conn;
+    ConnPtr conn;
     std::vector<std::string> keys;
     asio::steady_timer timer;
     bool answered = false;
-    Waiter(std::shared_ptr<Conn> c, std::vector<std::string> k, asio::io_context& io)
+    Waiter(ConnPtr c, std::vector<std::string> k, asio::io_context& io)
         : conn(std::move(c)), keys(std::move(k)), timer(io) {}
   };
 
+  // Whatever connects may be noise or an attack: a few lines say what is happening,
+  // without letting a flood of connections flood the log too.
+  void note_dropped(const std::string& why) {
+    if (++dropped_ <= 3 || dropped_ % 1000 == 0)
+      log::warn("rendezvous store: dropped a connection (" + std::to_string(dropped_) + " so far): " + why);
+  }
+
   void accept() {
-    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
-      if (ec) return;
-      s.set_option(tcp::no_delay(true));
-      read(std::make_shared<Conn>(std::move(s)));
-      accept();
+    net::accept_forever(acceptor_, accept_retry_, accept_trouble_, [this](tcp::socket s) {
+      boost::system::error_code ec;
+      if (open_.load() >= limits_.max_connections) {
+        if (!full_logged_)
+          log::warn("rendezvous store: closing new connections while " + std::to_string(open_.load()) +
+                    " are open (limit " + std::to_string(limits_.max_connections) + ")");
+        full_logged_ = true;
+        s.close(ec);
+        return;
+      }
+      full_logged_ = false;
+      s.set_option(tcp::no_delay(true), ec);
+      auto c = std::make_shared<Conn>(std::move(s), io_);
+      ++open_;
+      arm(c, limits_.first_request);
+      read(c);
     });
   }
 
-  void read(std::shared_ptr<Conn> c) {
-    asio::async_read(c->sock, asio::buffer(c->header), [this, c](auto ec, size_t) {
-      if (ec) return;
-      const auto n = frame_length(c->header);
-      if (n > kMaxFrame) return;
-      c->body.resize(n);
-      asio::async_read(c->sock, asio::buffer(c->body), [this, c](auto ec2, size_t) {
-        if (!ec2) handle(c);
+  // Closes c if its request is not complete within `within`.
+  void arm(const ConnPtr& c, std::chrono::milliseconds within) {
+    c->deadline.expires_after(within);
+    c->deadline.async_wait([this, c](boost::system::error_code ec) {
+      if (!ec) close(c);
+    });
+  }
+
+  void close(const ConnPtr& c) {
+    if (c->closed) return;
+    c->closed = true;
+    --open_;
+    release(c);
+    boost::system::error_code ec;
+    c->deadline.cancel();
+    c->sock.close(ec);
+  }
+
+  void release(const ConnPtr& c) {
+    buffered_ -= c->reserved;
+    c->reserved = 0;
+    if (c->body.capacity() > kReadPiece) std::string().swap(c->body);
+    // Budget came free: connections parked for it go on.
+    auto parked = std::move(parked_);
+    parked_.clear();
+    for (auto& p : parked)
+      if (!p->closed) read_body(p);
+  }
+
+  void read(const ConnPtr& c) {
+    asio::async_read(c->sock, asio::buffer(c->header), [this, c](boost::system::error_code ec, std::size_t) {
+      if (ec) return close(c);
+      const std::size_t n = frame_length(c->header);
+      if (n > limits_.store.max_request) {
+        note_dropped("it announced a " + std::to_string(n) + "-byte request (limit " +
+                     std::to_string(limits_.store.max_request) + ")");
+        return close(c);
+      }
+      c->want = n;
+      c->body.clear();
+      if (c->known) arm(c, limits_.frame);
+      read_body(c);
+    });
+  }
+
+  void read_body(const ConnPtr& c) {
+    if (c->body.size() == c->want) return complete(c);
+    const std::size_t piece = std::min(kReadPiece, c->want - c->body.size());
+    if (buffered_ + piece > limits_.max_buffered) {
+      parked_.push_back(c);  // the deadline still runs: a stalled sender is dropped
+      return;
+    }
+    buffered_ += piece;
+    c->reserved += piece;
+    const std::size_t at = c->body.size();
+    c->body.resize(at + piece);
+    asio::async_read(c->sock, asio::buffer(c->body.data() + at, piece),
+                     [this, c](boost::system::error_code ec, std::size_t) {
+                       if (ec) return close(c);
+                       read_body(c);
+                     });
+  }
+
+  void complete(const ConnPtr& c) {
+    c->deadline.cancel();
+    StoreState::Outcome o = state_.handle(c->body);
+    release(c);
+    if (!o.response.error().empty() && !c->known) {
+      note_dropped("its first request was refused: " + o.response.error());
+      return close(c);
+    }
+    c->known = true;
+    if (o.hold) {
+      auto w = std::make_shared<Waiter>(c, std::move(o.keys), io_);
+      waiters_.push_back(w);
+      w->timer.expires_after(std::chrono::milliseconds(o.timeout_ms));
+      w->timer.async_wait([this, w](boost::system::error_code) {
+        if (w->answered) return;
+        w->answered = true;
+        answer(w->conn, w->keys, true);
+        waiters_.remove(w);
       });
-    });
+      return;
+    }
+    respond(c, o.response);
+    if (o.wakes_waiters) wake_waiters();
   }
 
-  void respond(const std::shared_ptr<Conn>& c, const wire::StoreResponse& resp) {
-    c->reply = frame(resp);
+  void respond(const ConnPtr& c, const wire::StoreResponse& resp) {
+    if (c->closed) return;
+    c->reply = encode_frame(resp);
     ++writes_in_flight_;
-    asio::async_write(c->sock, asio::buffer(c->reply), [this, c](auto ec, size_t) {
+    asio::async_write(c->sock, asio::buffer(c->reply), [this, c](boost::system::error_code ec, std::size_t) {
       --writes_in_flight_;
-      if (!ec) read(c);
+      if (ec) return close(c);
+      read(c);
     });
   }
 
-  bool try_answer(const std::shared_ptr<Conn>& c, const std::vector<std::string>& keys,
-                  bool final) {
-    wire::StoreResponse resp;
-    for (const auto& k : keys) {
-      auto it = data_.find(k);
-      if (it == data_.end()) resp.add_missing(k);
-      else resp.add_values(it->second);
-    }
-    if (resp.missing_size() > 0 && !final) return false;
-    resp.set_ok(resp.missing_size() == 0);
-    if (!resp.ok()) resp.clear_values();
-    respond(c, resp);
+  bool answer(const ConnPtr& c, const std::vector<std::string>& keys, bool final) {
+    auto r = state_.answer_get(keys, final);
+    if (!r) return false;
+    respond(c, *r);
     return true;
-  }
-
-  void handle(const std::shared_ptr<Conn>& c) {
-    wire::StoreRequest req;
-    if (!req.ParseFromString(c->body)) return;
-    wire::StoreResponse resp;
-    switch (req.op()) {
-      case wire::StoreRequest::SET:
-        if (req.keys_size() != 1) return;
-        data_[req.keys(0)] = req.value();
-        resp.set_ok(true);
-        respond(c, resp);
-        wake_waiters();
-        return;
-      case wire::StoreRequest::ADD: {
-        if (req.keys_size() != 1) return;
-        counters_[req.keys(0)] += req.delta();
-        resp.set_ok(true);
-        resp.set_counter(counters_[req.keys(0)]);
-        respond(c, resp);
-        return;
-      }
-      case wire::StoreRequest::GET: {
-        std::vector<std::string> keys(req.keys().begin(), req.keys().end());
-        if (try_answer(c, keys, false)) return;
-        auto w = std::make_shared<Waiter>(c, std::move(keys), io_);
-        waiters_.push_back(w);
-        w->timer.expires_after(std::chrono::milliseconds(req.timeout_ms()));
-        w->timer.async_wait([this, w](boost::system::error_code) {
-          if (w->answered) return;
-          w->answered = true;
-          try_answer(w->conn, w->keys, true);
-          waiters_.remove(w);
-        });
-        return;
-      }
-      default:
-        return;
-    }
   }
 
   void wake_waiters() {
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       auto& w = **it;
-      if (try_answer(w.conn, w.keys, false)) {
+      if (answer(w.conn, w.keys, false)) {
         w.answered = true;
         w.timer.cancel();
         it = waiters_.erase(it);
@@ -226,19 +278,28 @@ class StoreServer::Impl {
     }
   }
 
+  const StoreServerLimits limits_;
+  StoreState state_;
   asio::io_context io_;
   tcp::acceptor acceptor_;
+  asio::steady_timer accept_retry_;
+  sys::AcceptTrouble accept_trouble_;
   std::thread thread_;
-  std::map<std::string, std::string> data_;
-  std::map<std::string, std::int64_t> counters_;
   std::list<std::shared_ptr<Waiter>> waiters_;
+  std::vector<ConnPtr> parked_;  // waiting for room in the shared budget
+  std::size_t buffered_ = 0;     // request bytes reserved by all connections
+  bool full_logged_ = false;
+  std::uint64_t dropped_ = 0;
+  std::atomic<std::size_t> open_{0};
   std::atomic<int> writes_in_flight_{0};
 };
 
-StoreServer::StoreServer(const std::string& host, std::uint16_t port)
-    : impl_(std::make_unique<Impl>(host, port)) {}
+StoreServer::StoreServer(const std::string& host, std::uint16_t port, StoreServerLimits limits)
+    : impl_(std::make_unique<Impl>(host, port, limits)) {}
 StoreServer::~StoreServer() = default;
 std::uint16_t StoreServer::port() const { return impl_->port(); }
+std::size_t StoreServer::connections() const { return impl_->connections(); }
+std::string StoreServer::trouble() const { return impl_->trouble(); }
 
 // ---------------------------------------------------------------------------- client
 
@@ -254,7 +315,7 @@ class TcpStore::Impl {
       sock_.close();
       if (Clock::now() > deadline)
         throw TimeoutError("cannot reach the rendezvous store at " + host + ":" +
-                           std::to_string(port) + " (" + ec.message() +
+                           std::to_string(port) + " (" + sys::describe(ec) +
                            "): is rank 0 running and STRATA_ROOT the same on every rank?");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -262,27 +323,41 @@ class TcpStore::Impl {
   }
 
   wire::StoreResponse call(const wire::StoreRequest& req) {
-    const std::string out = frame(req);
+    const std::string out = encode_frame(req);
+    if (out.size() - kFrameHeaderBytes > limits_.max_request)
+      throw InvalidArgument("rendezvous store request of " + std::to_string(out.size()) + " bytes exceeds the " +
+                            std::to_string(limits_.max_request) + "-byte limit");
     boost::system::error_code ec;
     asio::write(sock_, asio::buffer(out), ec);
-    unsigned char header[4];
+    unsigned char header[kFrameHeaderBytes];
     if (!ec) asio::read(sock_, asio::buffer(header), ec);
     std::string body;
+    std::string problem;
     if (!ec) {
-      body.resize(frame_length(header));
-      asio::read(sock_, asio::buffer(body), ec);
+      const std::size_t n = frame_length(header);
+      if (n > limits_.max_reply) {
+        problem = "a reply of " + std::to_string(n) + " bytes exceeds the " + std::to_string(limits_.max_reply) +
+                  "-byte limit";
+      } else {
+        body.resize(n);
+        asio::read(sock_, asio::buffer(body), ec);
+      }
     }
     wire::StoreResponse resp;
-    if (ec || !resp.ParseFromString(body))
-      throw TransportError("lost the rendezvous store at " + host_ + ":" +
-                           std::to_string(port_) + ": " +
-                           (ec ? ec.message() : std::string("malformed reply")));
+    if (!ec && problem.empty() && !resp.ParseFromString(body)) problem = "malformed reply";
+    if (ec || !problem.empty())
+      throw TransportError("lost the rendezvous store at " + host_ + ":" + std::to_string(port_) + ": " +
+                           (ec ? sys::describe(ec) : problem));
+    if (!resp.error().empty())
+      throw InvalidArgument("the rendezvous store at " + host_ + ":" + std::to_string(port_) +
+                            " refused the request: " + resp.error());
     return resp;
   }
 
   std::string local_address() const { return sock_.local_endpoint().address().to_string(); }
 
  private:
+  const StoreLimits limits_;
   asio::io_context io_;
   tcp::socket sock_;
   std::string host_;
@@ -294,6 +369,12 @@ TcpStore::TcpStore(const std::string& host, std::uint16_t port, Clock::time_poin
 TcpStore::~TcpStore() = default;
 
 void TcpStore::set(const std::string& key, const std::string& value) {
+  const StoreLimits limits;
+  if (key.size() > limits.max_key || value.size() > limits.max_value)
+    throw InvalidArgument("rendezvous store: key '" + key.substr(0, 64) + "' (" + std::to_string(key.size()) +
+                          " bytes) with a " + std::to_string(value.size()) + "-byte value exceeds the limits (" +
+                          std::to_string(limits.max_key) + "-byte keys, " + std::to_string(limits.max_value) +
+                          "-byte values)");
   wire::StoreRequest req;
   req.set_op(wire::StoreRequest::SET);
   req.add_keys(key);

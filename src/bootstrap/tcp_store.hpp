@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bootstrap/store.hpp"
+#include "bootstrap/store_protocol.hpp"
 
 namespace strata::bootstrap {
 
@@ -14,14 +15,27 @@ namespace strata::bootstrap {
 std::pair<std::string, std::uint16_t> split_host_port(const std::string& addr,
                                                       const std::string& what);
 
+// How the server protects itself from whatever connects to its port: everything is
+// bounded by a limit rather than by what a length prefix claims.
+struct StoreServerLimits {
+  StoreLimits store;                                  // sizes of requests, values, replies
+  std::size_t max_connections = 16384;                // more are closed at once
+  std::size_t max_buffered = 64u << 20;               // request bytes being received, all connections
+  std::chrono::milliseconds first_request{30000};     // a new connection's first request, whole
+  std::chrono::milliseconds frame{30000};             // any request, from its length to its last byte
+};
+
 class StoreServer {
  public:
   // Binds host:port (port 0 picks a free one) and serves on a thread of its own.
-  StoreServer(const std::string& host, std::uint16_t port);
+  StoreServer(const std::string& host, std::uint16_t port, StoreServerLimits limits = {});
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
   std::uint16_t port() const;
+  // Thread-safe: connections open now, and why the listener could not accept, if it could not.
+  std::size_t connections() const;
+  std::string trouble() const;
 
  private:
   class Impl;

@@ -98,9 +98,10 @@ void Context::wait_until(const std::function<bool()>& done, const std::string& w
 }
 
 void Context::throw_timeout(const std::string& waiting_for) {
-  throw TimeoutError(p_.what + " timed out on rank " + std::to_string(my_rank()) +
-                     " waiting for " + waiting_for +
-                     " (deadline from STRATA_TIMEOUT_S or the call's timeout)");
+  throw TimeoutError(transport::with_trouble(*p_.transport, p_.what + " timed out on rank " +
+                                                                std::to_string(my_rank()) + " waiting for " +
+                                                                waiting_for +
+                                                                " (deadline from STRATA_TIMEOUT_S or the call's timeout)"));
 }
 
 }  // namespace strata::collectives

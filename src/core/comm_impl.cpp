@@ -1,10 +1,13 @@
 #include "core/comm_impl.hpp"
 
+#include "core/sys_errors.hpp"
+
 #include <cstring>
 #include <thread>
 
 #include "core/config.hpp"
 #include "core/log.hpp"
+#include "core/sys_errors.hpp"
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
 #include "hierarchy/hierarchical.hpp"
@@ -86,18 +89,38 @@ void CommImpl::close_servers() {
 
 void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
   const auto [host, port] = bootstrap::split_host_port(s.root, "rendezvous address");
-  if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port);
-  auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
-  bootstrap::PrefixStore store(tcp_store, s.key_prefix);
-
   servers_ = configured_servers();
-  const WorldShape shape{rank_, size_, servers_};
-  auto all = exchange_localities(store, shape, deadline, timeout_);
-  localities_.assign(all.begin(), all.begin() + size_);
-  plan_levels();  // may move workers by the topology file's placements
-  std::copy(localities_.begin(), localities_.end(), all.begin());
-  transport_ = connect_world(store, kind_, shape, all, deadline);
-  build_selector(store, deadline);
+  ensure_descriptors();
+  if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port);
+  try {
+    auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
+    bootstrap::PrefixStore store(tcp_store, s.key_prefix);
+    const WorldShape shape{rank_, size_, servers_};
+    auto all = exchange_localities(store, shape, deadline, timeout_);
+    localities_.assign(all.begin(), all.begin() + size_);
+    plan_levels();  // may move workers by the topology file's placements
+    std::copy(localities_.begin(), localities_.end(), all.begin());
+    transport_ = connect_world(store, kind_, shape, all, deadline);
+    build_selector(store, deadline);
+  } catch (const TimeoutError& e) {
+    // Ranks that "did not join" may have been turned away by this rank's own store.
+    if (server_ && !server_->trouble().empty()) throw TimeoutError(std::string(e.what()) + "; " + server_->trouble());
+    throw;
+  }
+}
+
+void CommImpl::ensure_descriptors() {
+  // Every peer may cost a socket each way on the intra-region fabric, K striped streams
+  // each way across regions, and rank 0 holds one store connection per process.
+  const std::uint64_t procs = static_cast<std::uint64_t>(size_ + servers_);
+  const std::uint64_t streams =
+      config::get_int("wan_link") == 0 ? 0 : static_cast<std::uint64_t>(std::max<std::int64_t>(config::get_int("wan_streams"), 4));
+  const std::uint64_t want = 64 + procs * (2 + 2 * streams) + (rank_ == 0 ? procs : 0);
+  const std::uint64_t have = sys::raise_open_file_limit(want);
+  if (have != 0 && have < want)
+    log::warn("this process may have at most " + std::to_string(have) + " open files (RLIMIT_NOFILE, hard limit) but " +
+              std::to_string(procs) + " processes may need up to about " + std::to_string(want) +
+              " here; if connections fail with 'Too many open files', raise it with 'ulimit -n'");
 }
 
 void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadline) {

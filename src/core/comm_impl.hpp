@@ -71,6 +71,9 @@ class CommImpl {
   void configure_spin();
   void plan_levels();  // topology file, then the hierarchical plan's groups if any
   // Probes the links (or reads the cache) and builds the selector; collective.
+  // Raises the soft RLIMIT_NOFILE toward what this many peers may need; warns if the
+  // hard limit is lower.
+  void ensure_descriptors();
   void build_selector(bootstrap::Store& store, transport::Clock::time_point deadline);
   void on_error(const std::exception_ptr& e);
   void close_servers();  // tells the dedicated servers this worker is done

@@ -62,6 +62,11 @@ const std::vector<Setting>& registry() {
        "How long a waiting thread polls (yielding in between) before it sleeps in the "
        "kernel. Measured on 2 cores with 4 ranks, yielding spins still beat sleeping at "
        "once, so the default spins even when ranks outnumber cores."},
+      {"unexpected_bytes", "STRATA_UNEXPECTED_BYTES", Type::integer, "1073741824",
+       "Memory a rank may hold for messages that arrived before their receive was posted (TCP "
+       "transport and WAN link). A message that does not fit waits unread on its connection "
+       "until its receive is posted, so nothing a peer (or anything that connects) claims "
+       "in a length prefix is allocated beyond this."},
       {"wan_streams", "STRATA_WAN_STREAMS", Type::integer, "0",
        "Parallel TCP streams per peer pair on the WAN link; 0 derives it from "
        "STRATA_WAN_BDP_BYTES (enough streams to fill the path), else 4."},

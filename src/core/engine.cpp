@@ -81,8 +81,9 @@ bool Engine::poll_waiting() {
         if (p.on_complete) p.on_complete();
         it->work->finish();
       } else if (now >= p.deadline) {
-        throw TimeoutError(p.what + " timed out: rank " + std::to_string(p.request->peer()) +
-                           " did not answer before the deadline");
+        throw TimeoutError(transport::with_trouble(transport_, p.what + " timed out: rank " +
+                                                                   std::to_string(p.request->peer()) +
+                                                                   " did not answer before the deadline"));
       } else {
         ++it;
         continue;

@@ -11,6 +11,7 @@ bool enabled(Level l);
 void set_rank(int rank);
 void write(Level l, const std::string& msg);
 
+inline void error(const std::string& m) { if (enabled(Level::error)) write(Level::error, m); }
 inline void info(const std::string& m) { if (enabled(Level::info)) write(Level::info, m); }
 inline void warn(const std::string& m) { if (enabled(Level::warn)) write(Level::warn, m); }
 inline void trace(const std::string& m) { if (enabled(Level::trace)) write(Level::trace, m); }

@@ -57,8 +57,9 @@ double median(std::vector<double> v) {
 void wait_or_throw(transport::Transport& t, const transport::RequestPtr& r, Clock::time_point deadline,
                    int peer) {
   if (!transport::wait(t, r, deadline))
-    throw TimeoutError("link probing on rank " + std::to_string(t.rank()) + ": rank " + std::to_string(peer) +
-                       " did not answer before the communicator's creation deadline (STRATA_TIMEOUT_S)");
+    throw TimeoutError(transport::with_trouble(
+        t, "link probing on rank " + std::to_string(t.rank()) + ": rank " + std::to_string(peer) +
+               " did not answer before the communicator's creation deadline (STRATA_TIMEOUT_S)"));
 }
 
 // `count` round trips of `bytes` from the initiator, all posted at once, the responder

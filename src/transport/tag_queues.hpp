@@ -24,6 +24,8 @@ class TagQueues {
     return item;
   }
 
+  bool contains(Tag tag) const { return queues_.count(tag) != 0; }
+
   template <class F>
   void for_each(F&& f) {
     for (auto& [tag, q] : queues_)

@@ -91,7 +91,17 @@ class Transport {
   // rather than the link: the cost model adds it to every round (wan::RoutedTransport
   // sleeps in turns on two fabrics). Spinning probes do not see it.
   virtual std::chrono::microseconds wait_latency() const { return std::chrono::microseconds(0); }
+
+  // Engine thread. What the transport could not do on its own and may explain a peer's
+  // silence (its listener ran out of file descriptors), for timeout messages; "" if none.
+  virtual std::string trouble() const { return ""; }
 };
+
+// `msg`, followed by the transport's trouble when it has any.
+inline std::string with_trouble(const Transport& t, std::string msg) {
+  const std::string why = t.trouble();
+  return why.empty() ? msg : msg + "; " + why;
+}
 
 // Waits for every request, driving progress: spins briefly (latency), then sleeps in
 // wait_event (fairness when ranks outnumber cores). Throws TransportError on a failed

@@ -21,6 +21,11 @@ transport::RequestPtr RoutedTransport::irecv(int peer, transport::Tag tag, void*
   return route(peer).irecv(peer, tag, buf, capacity);
 }
 
+std::string RoutedTransport::trouble() const {
+  const std::string a = local_->trouble(), b = wan_->trouble();
+  return a.empty() ? b : b.empty() ? a : a + "; " + b;
+}
+
 bool RoutedTransport::progress() {
   const bool a = local_->progress();
   const bool b = wan_->progress();

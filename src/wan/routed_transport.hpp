@@ -34,6 +34,7 @@ class RoutedTransport : public transport::Transport {
   // Only the WAN side crosses regions; intra-region traffic is not counted.
   transport::TrafficCounters traffic() const override { return wan_->traffic(); }
   std::chrono::microseconds wait_latency() const override { return kTurn / 2; }
+  std::string trouble() const override;
 
  private:
   Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }

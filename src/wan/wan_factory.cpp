@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include "transport/address_exchange.hpp"
 #include "core/config.hpp"
@@ -38,6 +39,8 @@ WanOptions wan_options_from_config() {
   } else {
     o.streams = 4;
   }
+  o.unexpected_bytes = static_cast<std::size_t>(
+      positive("unexpected_bytes", "STRATA_UNEXPECTED_BYTES", 0, std::numeric_limits<std::int64_t>::max()));
   const double timeout_s = config::get_real("timeout_s");
   o.reconnect_for = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
   return o;

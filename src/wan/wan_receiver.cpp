@@ -4,6 +4,7 @@
 // delivered; messages are matched to receives in message-id order per peer.
 #include <cstring>
 
+#include "core/accept_loop.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/wan_transport.hpp"
 
@@ -21,11 +22,10 @@ constexpr std::uint32_t kMaxStripe = 64u << 20;
 }  // namespace
 
 void WanTransport::accept() {
-  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
-    if (ec) return;  // closed or aborted
+  net::accept_forever(acceptor_, accept_retry_, accept_trouble_, [this](tcp::socket s) {
+    boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
     read_hello(std::make_shared<Socket>(std::move(s)));
-    accept();
   });
 }
 
@@ -45,6 +45,7 @@ void WanTransport::read_hello(SocketPtr sock) {
     st.rbuf.resize(kReadBuffer);
     st.rpos = st.rend = 0;
     st.in_payload = false;
+    st.stalled = false;
     st.msg.reset();
     st.ack_writing = false;
     st.acked_seq = 0;  // re-acknowledge, so the sender resends only what is missing
@@ -55,6 +56,7 @@ void WanTransport::read_hello(SocketPtr sock) {
 
 void WanTransport::pump(int peer, int s) {
   auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+  if (st.stalled) return;  // resumed by a receive posted or staging freed
   const SocketPtr sock = st.sock;
   for (;;) {
     const std::size_t avail = st.rend - st.rpos;
@@ -152,6 +154,17 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
     return false;
   }
   auto it = in.msgs.find(h.msg_id);
+  if (it == in.msgs.end() && h.msg_id >= in.next_match) {
+    // A new message needs staging unless a receive is ready for it; a length from the
+    // wire is allocated only within the budget, else the stream waits (see resume_stalled).
+    const bool staged = h.msg_id != in.next_match || !in.posted.contains(h.tag);
+    if (staged && h.total > opt_.unexpected_bytes - std::min(opt_.unexpected_bytes, staged_)) {
+      st.in_payload = false;
+      st.stalled = true;
+      st.rpos -= kHeaderBytes;  // parsed again on resume
+      return false;
+    }
+  }
   if (it != in.msgs.end()) {
     if (it->second->tag != h.tag || it->second->total != h.total) {
       break_inbound(peer, s);
@@ -170,10 +183,7 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
   m->id = h.msg_id;
   m->tag = h.tag;
   m->total = h.total;
-  if (m->id != in.next_match) {  // earlier messages must match first
-    m->staging.reset(new char[m->total ? m->total : 1]);
-    m->dest = m->staging.get();
-  }
+  if (m->id != in.next_match) stage(*m);  // earlier messages must match first
   in.msgs[m->id] = m;
   st.msg = m;
   try_match(peer);
@@ -263,12 +273,9 @@ void WanTransport::match(int peer, const InMsgPtr& m) {
       m->dest = static_cast<char*>(r->buf);
       m->req = r;
     }
-    m->staging.reset();
+    unstage(*m);
   } else {
-    if (!m->staging) {
-      m->staging.reset(new char[m->total ? m->total : 1]);
-      m->dest = m->staging.get();
-    }
+    if (!m->staging) stage(*m);
     in.unexpected.push(m->tag, m);
   }
   if (m->complete) {
@@ -276,6 +283,31 @@ void WanTransport::match(int peer, const InMsgPtr& m) {
     m->req.reset();
     in.msgs.erase(m->id);
   }
+}
+
+void WanTransport::stage(InMsg& m) {
+  m.staging.reset(new char[m.total ? m.total : 1]);
+  m.dest = m.staging.get();
+  m.budgeted = true;
+  staged_ += m.total;
+}
+
+void WanTransport::unstage(InMsg& m) {
+  m.staging.reset();
+  if (!m.budgeted) return;
+  m.budgeted = false;
+  staged_ -= m.total;
+  resume_stalled();
+}
+
+void WanTransport::resume_stalled() {
+  for (int p = 0; p < size(); ++p)
+    for (int s = 0; s < opt_.streams; ++s) {
+      auto& st = in_[static_cast<std::size_t>(p)].streams[static_cast<std::size_t>(s)];
+      if (!st.stalled || !st.sock) continue;
+      st.stalled = false;
+      pump(p, s);
+    }
 }
 
 void WanTransport::send_ack(int peer, int s) {
@@ -306,6 +338,7 @@ void WanTransport::break_inbound(int peer, int s) {
   if (st.sock) st.sock->close(ec);
   st.sock.reset();
   st.in_payload = false;
+  st.stalled = false;
   st.msg.reset();
   st.ack_writing = false;
   settle_inbound(peer);  // a departing peer's last stream may just have closed

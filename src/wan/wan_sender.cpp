@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "bootstrap/tcp_store.hpp"
+#include "core/sys_errors.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/striping.hpp"
 #include "wan/wan_transport.hpp"
@@ -103,7 +104,7 @@ void WanTransport::connect(int peer, int s) {
   sock->async_connect(ep, [this, peer, s, sock](boost::system::error_code ec) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
-    if (ec) return break_outbound(peer, s, "cannot connect to " + addrs_[static_cast<std::size_t>(peer)] + ": " + ec.message());
+    if (ec) return break_outbound(peer, s, "cannot connect to " + addrs_[static_cast<std::size_t>(peer)] + ": " + sys::describe(ec));
     sock->set_option(tcp::no_delay(true), ec);
     const std::array<std::uint32_t, 4> hello{kHelloMagic, static_cast<std::uint32_t>(rank_),
                                              static_cast<std::uint32_t>(s), 0};

@@ -15,6 +15,7 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
     : rank_(rank),
       opt_(std::move(options)),
       acceptor_(io_),
+      accept_trouble_("WAN link on rank " + std::to_string(rank)),
       out_(static_cast<std::size_t>(size)),
       in_(static_cast<std::size_t>(size)),
       rng_(std::random_device{}() ^ static_cast<std::uint64_t>(rank)) {
@@ -138,6 +139,13 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
   }
   if (!m) {
     in.posted.push(tag, req);
+    // A stream may be stalled on this receive's message: let it look again.
+    for (int s = 0; s < opt_.streams; ++s) {
+      auto& st = in.streams[static_cast<std::size_t>(s)];
+      if (!st.stalled || !st.sock) continue;
+      st.stalled = false;
+      pump(peer, s);
+    }
     return req;
   }
   if (m->total > capacity) {
@@ -157,11 +165,13 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     }
   }
   // Safe to free: payload only ever streams into staging synchronously (see pump).
-  m->staging.reset();
+  unstage(*m);
   return req;
 }
 
 bool WanTransport::progress() {
+  // Peers cannot reach a rank that cannot accept them: say why now, not at the deadline.
+  if (accept_trouble_.persistent(Clock::now())) abort(accept_trouble_.what());
   if (aborted()) {
     apply_abort();
     return false;
@@ -326,6 +336,7 @@ void WanTransport::close_all() {
   say_goodbye();
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_retry_.cancel();
   for (auto& o : out_)
     for (auto& s : o.streams)
       if (s.sock) {

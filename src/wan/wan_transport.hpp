@@ -30,6 +30,7 @@
 
 #include "bootstrap/store.hpp"
 #include "core/asio.hpp"
+#include "core/sys_errors.hpp"
 #include "transport/abort_state.hpp"
 #include "transport/asio_waiter.hpp"
 #include "transport/tag_queues.hpp"
@@ -51,6 +52,9 @@ struct WanOptions {
   int socket_buffer = 8 << 20;  // SO_SNDBUF / SO_RCVBUF
   std::size_t window = 64u << 20;  // unacknowledged bytes per stream (emulation may lower)
   std::chrono::milliseconds reconnect_for{std::chrono::seconds(60)};  // then the peer fails
+  // Staging memory for messages that arrive before their receive, all peers together; a
+  // message that does not fit stalls its stream until its receive is posted.
+  std::size_t unexpected_bytes = std::size_t{1} << 30;
   Emulation emulation;
 };
 
@@ -103,6 +107,7 @@ class WanTransport : public transport::Transport {
   void abort(const std::string& why) override;
   bool aborted() const override { return abort_.aborted(); }
   std::string abort_reason() const override;
+  std::string trouble() const override { return accept_trouble_.what(); }
 
   const WanOptions& options() const { return opt_; }
   // Streams broken and reopened so far (sender side), for tests and logs.
@@ -172,6 +177,7 @@ class WanTransport : public transport::Transport {
     std::size_t total = 0, received = 0;
     char* dest = nullptr;  // user buffer, staging, or null when the payload is dropped
     std::unique_ptr<char[]> staging;
+    bool budgeted = false;  // staging counted against options().unexpected_bytes
     ReqPtr req;  // the receive it was matched to, if any
     bool matched = false, complete = false;
   };
@@ -190,6 +196,7 @@ class WanTransport : public transport::Transport {
     std::vector<unsigned char> rbuf;
     std::size_t rpos = 0, rend = 0;
     bool in_payload = false;
+    bool stalled = false;  // the buffered header's message waits for a receive or staging room
     FrameHeader h{};
     std::size_t done = 0, remaining = 0;  // payload bytes of the current frame
     std::uint32_t crc = 0;
@@ -233,6 +240,11 @@ class WanTransport : public transport::Transport {
   void match(int peer, const InMsgPtr& m);
   void send_ack(int peer, int s);
   void break_inbound(int peer, int s);
+  // Staging for a message that has no receive yet, within the budget; unstage frees it
+  // (the bytes moved to a receive, or were dropped) and lets stalled streams go on.
+  void stage(InMsg& m);
+  void unstage(InMsg& m);
+  void resume_stalled();
   // Under emulated delay, when a frame stamped `sent_ns` may be acted on; false when at
   // once (no delay, due already, and nothing ahead of it held in `queue_empty`'s queue).
   bool held(std::int64_t sent_ns, bool queue_empty, Clock::time_point* due);
@@ -270,11 +282,14 @@ class WanTransport : public transport::Transport {
   boost::asio::io_context io_{1};
   transport::AsioWaiter waiter_{io_};  // after io_: its timer lives on it
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_{io_};
+  sys::AcceptTrouble accept_trouble_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   Clock::time_point next_due_ = Clock::time_point::max();
   std::mt19937_64 rng_;
   std::uint64_t reconnects_ = 0;
+  std::size_t staged_ = 0;  // budgeted staging bytes held
   std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
   transport::AbortState abort_;
   bool abort_applied_ = false;

@@ -98,10 +98,12 @@ std::unique_ptr<Transport> make_for_test(TransportKind kind, int rank, int n,
 
 class TransportConformance : public ::testing::TestWithParam<TransportKind> {
  protected:
-  void run(int n, const std::function<void(Rank&)>& body) {
+  // `unexpected_bytes`: STRATA_UNEXPECTED_BYTES in every rank (0: the default).
+  void run(int n, const std::function<void(Rank&)>& body, std::size_t unexpected_bytes = 0) {
     TempDir dir;
     const TransportKind kind = GetParam();
     const auto results = test::fork_ranks(n, kChildTimeout, [&](int rank) {
+      if (unexpected_bytes) ::setenv("STRATA_UNEXPECTED_BYTES", std::to_string(unexpected_bytes).c_str(), 1);
       bootstrap::FileStore store(dir.path());
       auto t = make_for_test(kind, rank, n, store, Clock::now() + 10s);
       require(t->rank() == rank && t->size() == n, "transport reports the wrong rank or size");
@@ -247,6 +249,39 @@ TEST_P(TransportConformance, UnexpectedMessagesAreKept) {
                                                                         std::to_string(i));
     }
   });
+}
+
+// Messages larger than the memory a rank may hold for unexpected messages wait, unread,
+// on their connection; they still arrive whole once their receives are posted, in any
+// order, and messages behind them on the same connection follow.
+TEST_P(TransportConformance, UnexpectedBeyondTheBudgetWaitsForItsReceive) {
+  run(2, [](Rank& r) {
+    const std::size_t sizes[] = {1u << 20, 100, 300u << 10, 0, 70u << 10};
+    const std::size_t n = std::size(sizes);
+    if (r.rank() == 0) {
+      std::vector<Bytes> out;
+      std::vector<RequestPtr> reqs;
+      for (std::size_t i = 0; i < n; ++i) {
+        out.push_back(pattern(0, 1, i, sizes[i]));
+        reqs.push_back(r.t.isend(1, Tag(i), out.back().data(), sizes[i]));
+      }
+      progress_for(r.t, 300ms);
+      barrier(r, "sent");
+      wait_ok(r.t, reqs, "sends");
+    } else {
+      progress_for(r.t, 300ms);
+      barrier(r, "sent");
+      std::vector<Bytes> in(n);
+      std::vector<RequestPtr> recvs(n);
+      for (std::size_t k = n; k-- > 0;) {  // last message first
+        in[k].resize(sizes[k]);
+        recvs[k] = r.t.irecv(0, Tag(k), in[k].data(), in[k].size());
+      }
+      wait_ok(r.t, recvs, "receives posted after the messages");
+      for (std::size_t i = 0; i < n; ++i)
+        check_received(in[i], recvs[i], pattern(0, 1, i, sizes[i]), "message " + std::to_string(i));
+    }
+  }, 64u << 10);
 }
 
 TEST_P(TransportConformance, SendToSelf) {

@@ -17,7 +17,7 @@ constexpr std::size_t kDirectRead = 64 << 10;
 constexpr std::uint64_t kMaxMessage = 1ull << 40;
 }  // namespace
 
-void TcpTransport::begin_frame(int peer) {
+bool TcpTransport::begin_frame(int peer) {
   auto& in = in_[peer];
   const Tag tag = in.header.tag;
   const std::size_t n = in.header.bytes;
@@ -31,13 +31,32 @@ void TcpTransport::begin_frame(int peer) {
     } else {
       in.target = static_cast<char*>(in.req->buf);
     }
-    return;
+    return true;
   }
+  if (n > unexpected_budget_ - std::min(unexpected_budget_, unexpected_held_)) return false;
   in.unexpected_msg = std::make_shared<Unexpected>();
   in.unexpected_msg->buffer = pool_.take(n);
   in.unexpected_msg->size = n;
+  in.unexpected_msg->budgeted = true;
+  unexpected_held_ += n;
   in.target = in.unexpected_msg->buffer.data.get();
   in.unexpected.push(tag, in.unexpected_msg);
+  return true;
+}
+
+void TcpTransport::release(Unexpected& u) {
+  if (!u.budgeted) return;
+  u.budgeted = false;
+  unexpected_held_ -= u.size;
+  resume_stalled();
+}
+
+void TcpTransport::resume_stalled() {
+  for (std::size_t p = 0; p < in_.size(); ++p)
+    if (in_[p].stalled && in_[p].sock) {
+      in_[p].stalled = false;
+      pump(static_cast<int>(p));
+    }
 }
 
 void TcpTransport::end_frame(int peer) {
@@ -45,7 +64,10 @@ void TcpTransport::end_frame(int peer) {
   if (in.req) in.req->complete(in.header.bytes);
   if (auto u = std::move(in.unexpected_msg)) {
     u->complete = true;
-    if (u->waiting) deliver(peer, *u, *u->waiting, pool_);
+    if (u->waiting) {
+      deliver(peer, *u, *u->waiting, pool_);
+      release(*u);
+    }
   }
   in.req.reset();
   in.in_payload = false;
@@ -53,16 +75,21 @@ void TcpTransport::end_frame(int peer) {
 
 void TcpTransport::pump(int peer) {
   auto& in = in_[peer];
+  if (in.stalled) return;  // resumed by a receive posted for it, or by budget freed
   if (in.rbuf.empty()) in.rbuf.resize(kReadBuffer);
   for (;;) {
     const std::size_t avail = in.rend - in.rpos;
     if (!in.in_payload) {
       if (avail < sizeof(Header)) break;
       std::memcpy(&in.header, in.rbuf.data() + in.rpos, sizeof(Header));
+      if (in.header.bytes > kMaxMessage)
+        return fail_inbound(peer, "corrupt frame header (a " + std::to_string(in.header.bytes) + "-byte message)");
+      if (!begin_frame(peer)) {
+        in.stalled = true;  // the header stays buffered and is parsed again on resume
+        return;
+      }
       in.rpos += sizeof(Header);
-      if (in.header.bytes > kMaxMessage) return fail_inbound(peer, "corrupt frame header");
       in.in_payload = true;
-      begin_frame(peer);
       continue;
     }
     const std::size_t n = std::min(in.remaining, avail);

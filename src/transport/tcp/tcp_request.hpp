@@ -72,6 +72,7 @@ struct Unexpected {
   BufferPool::Buffer buffer;
   std::size_t size = 0;
   bool complete = false;
+  bool budgeted = false;  // counted against the unexpected budget (from a peer, not self)
   std::shared_ptr<TcpRequest> waiting;
 };
 

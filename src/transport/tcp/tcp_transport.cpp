@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "bootstrap/tcp_store.hpp"
+#include "core/accept_loop.hpp"
+#include "core/sys_errors.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::transport::tcp {
@@ -19,8 +21,13 @@ constexpr std::size_t kMaxBatch = 64;               // frames per writev
 
 }  // namespace
 
-TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host)
-    : rank_(rank), acceptor_(io_), out_(size), in_(size) {
+TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host, std::size_t unexpected_budget)
+    : rank_(rank),
+      acceptor_(io_),
+      accept_trouble_("tcp transport on rank " + std::to_string(rank)),
+      out_(size),
+      in_(size),
+      unexpected_budget_(unexpected_budget) {
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(bind_host, ec);
   if (ec) throw TransportError("tcp transport: cannot listen on '" + bind_host + "': not an IP address");
@@ -48,6 +55,7 @@ TcpTransport::~TcpTransport() { close_sockets(); }
 void TcpTransport::close_sockets() {
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_retry_.cancel();
   for (auto& o : out_)
     if (o.sock) o.sock->close(ec);
   for (auto& i : in_)
@@ -55,11 +63,10 @@ void TcpTransport::close_sockets() {
 }
 
 void TcpTransport::accept() {
-  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
-    if (ec) return;  // closed or aborted
+  net::accept_forever(acceptor_, accept_retry_, accept_trouble_, [this](tcp::socket s) {
+    boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
     read_hello(std::make_shared<tcp::socket>(std::move(s)));
-    accept();
   });
 }
 
@@ -82,8 +89,12 @@ RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
   }
   auto& in = in_.at(static_cast<std::size_t>(peer));
   if (auto u = in.unexpected.take(tag)) {
-    if (u->complete) deliver(peer, *u, *req, pool_);
-    else u->waiting = req;
+    if (u->complete) {
+      deliver(peer, *u, *req, pool_);
+      release(*u);
+    } else {
+      u->waiting = req;
+    }
     return req;
   }
   if (!in.failed.empty()) {
@@ -91,6 +102,10 @@ RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     return req;
   }
   in.posted.push(tag, req);
+  if (in.stalled) {  // the frame it waits for may be this receive's
+    in.stalled = false;
+    pump(peer);
+  }
   return req;
 }
 
@@ -143,7 +158,7 @@ void TcpTransport::connect(int peer) {
   if (ec) return fail_outbound(peer, "bad address " + addrs_[peer]);
   out.sock->async_connect(ep, [this, peer](boost::system::error_code ec) {
     auto& o = out_[peer];
-    if (ec) return fail_outbound(peer, "cannot connect to " + addrs_[peer] + ": " + ec.message());
+    if (ec) return fail_outbound(peer, "cannot connect to " + addrs_[peer] + ": " + sys::describe(ec));
     o.sock->set_option(tcp::no_delay(true), ec);
     const std::array<std::uint32_t, 2> hello{kHelloMagic, static_cast<std::uint32_t>(rank_)};
     asio::write(*o.sock, asio::buffer(hello), ec);
@@ -229,6 +244,8 @@ void TcpTransport::apply_abort() {
 }
 
 bool TcpTransport::progress() {
+  // Peers cannot reach a rank that cannot accept them: say why now, not at the deadline.
+  if (accept_trouble_.persistent(Clock::now())) abort(accept_trouble_.what());
   if (aborted()) {
     apply_abort();
     return false;

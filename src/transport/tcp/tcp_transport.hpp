@@ -4,7 +4,10 @@
 //
 // Frames are a 16-byte header (tag, length) and the payload. A frame whose receive is
 // already posted is read straight into the user's buffer; otherwise into an unexpected
-// buffer that the matching receive copies from later.
+// buffer that the matching receive copies from later, as long as the unexpected bytes
+// held stay within their budget. A frame that does not fit stalls its stream (nothing
+// more is read from that peer) until its receive is posted or the budget frees up: a
+// length from the wire is never allocated on its own say-so.
 #pragma once
 
 #include <atomic>
@@ -15,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/sys_errors.hpp"
 #include "transport/abort_state.hpp"
 #include "transport/asio_waiter.hpp"
 #include "transport/tag_queues.hpp"
@@ -29,7 +33,8 @@ struct Unexpected;
 class TcpTransport : public Transport {
  public:
   // Listens on bind_host at once; peers' addresses come later, before the first send.
-  TcpTransport(int rank, int size, const std::string& bind_host);
+  TcpTransport(int rank, int size, const std::string& bind_host,
+               std::size_t unexpected_budget = std::size_t{1} << 30);
   std::string address() const;  // "ip:port" to publish
   void set_peer_addresses(std::vector<std::string> addrs);
   ~TcpTransport() override;
@@ -44,6 +49,7 @@ class TcpTransport : public Transport {
   void abort(const std::string& why) override;
   bool aborted() const override { return abort_.aborted(); }
   std::string abort_reason() const override;
+  std::string trouble() const override { return accept_trouble_.what(); }
 
  private:
   struct Header {
@@ -68,6 +74,7 @@ class TcpTransport : public Transport {
     std::vector<char> rbuf;
     std::size_t rpos = 0, rend = 0;
     bool in_payload = false;    // a header was parsed; `remaining` payload bytes follow
+    bool stalled = false;       // the buffered header's frame waits for a receive or budget
     Header header{};
     char* target = nullptr;     // where payload goes; null: drop it (truncated receive)
     std::size_t remaining = 0;
@@ -80,7 +87,9 @@ class TcpTransport : public Transport {
   void accept();
   void read_hello(std::shared_ptr<boost::asio::ip::tcp::socket> s);
   void pump(int peer);          // parse what is buffered, then read more
-  void begin_frame(int peer);   // a header arrived: find where its payload goes
+  bool begin_frame(int peer);   // a header arrived: find where its payload goes (false: stall)
+  void release(Unexpected& u);  // its bytes leave the unexpected budget
+  void resume_stalled();
   void end_frame(int peer);     // its payload is complete
   void connect(int peer);
   void flush(int peer);
@@ -96,10 +105,14 @@ class TcpTransport : public Transport {
   boost::asio::io_context io_{1};
   transport::AsioWaiter waiter_{io_};  // after io_: its timer lives on it
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_{io_};
+  sys::AcceptTrouble accept_trouble_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   std::vector<int> dirty_;
-  BufferPool pool_;  // peers with queued sends, flushed together by progress()
+  BufferPool pool_;
+  const std::size_t unexpected_budget_;
+  std::size_t unexpected_held_ = 0;  // bytes of unexpected frames from peers, not yet received
   AbortState abort_;
   bool abort_applied_ = false;
 };
