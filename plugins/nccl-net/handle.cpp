@@ -44,6 +44,20 @@ ListenHandle make_handle(const sockaddr_storage& addr, std::uint16_t port, std::
   return h;
 }
 
+HelloVerdict check_hello(const Hello& h, std::uint64_t listen_nonce) {
+  if (h.magic == Hello::kMagic && h.listen_nonce == listen_nonce && h.version != Hello::kVersion)
+    return HelloVerdict::other_version;
+  if (h.magic != Hello::kMagic || h.listen_nonce != listen_nonce || h.stream_count == 0 ||
+      h.stream_index >= h.stream_count || h.stream_count > 64 ||
+      ((h.flags & kUcx) && (h.stream_count != 1 || (h.flags & kAcks))))
+    return HelloVerdict::not_ours;
+  return HelloVerdict::ours;
+}
+
+bool plausible(const UcxAddressHeader& h) {
+  return h.magic == UcxAddressHeader::kMagic && h.length != 0 && h.length <= UcxAddressHeader::kMaxAddress;
+}
+
 void check_handle(const ListenHandle& h) {
   if (h.magic != ListenHandle::kMagic || h.version != ListenHandle::kVersion ||
       (h.family != AF_INET && h.family != AF_INET6) || h.port == 0 || h.nonce == 0)

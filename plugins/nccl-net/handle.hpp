@@ -62,6 +62,25 @@ struct Hello {
 };
 static_assert(sizeof(Hello) == 64);
 
+// What a listener makes of a hello: one for it, one from another version of the plugin
+// (an error worth telling), or anything else (dropped: a stray or stale connection).
+enum class HelloVerdict { ours, other_version, not_ours };
+HelloVerdict check_hello(const Hello& h, std::uint64_t listen_nonce);
+
+// The listener's answer on a same-region (UCX) connection: this header, then `length`
+// bytes of its UCX worker address.
+struct UcxAddressHeader {
+  static constexpr std::uint32_t kMagic = 0x41525453;  // "STRA"
+  static constexpr std::uint32_t kMaxAddress = 1 << 20;  // far above any real worker address
+  std::uint32_t magic;
+  std::uint32_t tag_space;  // high half of every ucp tag on this connection
+  std::uint32_t length;     // address bytes that follow
+  std::uint32_t reserved;
+};
+static_assert(sizeof(UcxAddressHeader) == 16);
+// Whether the connecting side may allocate and read the address it announces.
+bool plausible(const UcxAddressHeader& h);
+
 std::uint64_t region_hash(const std::string& region);
 std::uint64_t random_u64();
 

@@ -94,15 +94,16 @@ bool ListenComm::take(Incoming& in) {
                    std::to_string(config_.connect_timeout.count()) + " s (STRATA_NET_CONNECT_TIMEOUT_S)");
   }
   const Hello& h = in.hello;
-  if (h.magic == Hello::kMagic && h.listen_nonce == handle_.nonce && h.version != Hello::kVersion)
-    throw NetError(abi::invalid_usage, "the connecting rank runs another version of the plugin (hello v" +
-                                           std::to_string(h.version) + ", this one speaks v" +
-                                           std::to_string(Hello::kVersion) + ")");
-  if (h.magic != Hello::kMagic || h.listen_nonce != handle_.nonce || h.stream_count == 0 ||
-      h.stream_index >= h.stream_count || h.stream_count > 64 ||
-      ((h.flags & kUcx) && (h.stream_count != 1 || (h.flags & kAcks)))) {
-    log::warn("listen on %s: dropped a connection whose hello is not for this listener", device_.c_str());
-    return true;
+  switch (check_hello(h, handle_.nonce)) {
+    case HelloVerdict::other_version:
+      throw NetError(abi::invalid_usage, "the connecting rank runs another version of the plugin (hello v" +
+                                             std::to_string(h.version) + ", this one speaks v" +
+                                             std::to_string(Hello::kVersion) + ")");
+    case HelloVerdict::not_ours:
+      log::warn("listen on %s: dropped a connection whose hello is not for this listener", device_.c_str());
+      return true;
+    case HelloVerdict::ours:
+      break;
   }
   Group& g = groups_[h.conn_id];
   if (g.streams.empty()) {

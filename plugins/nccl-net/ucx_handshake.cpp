@@ -46,8 +46,7 @@ bool UcxDial::read_into(char* buf, std::size_t size, std::size_t& got) {
 TransferCommPtr UcxDial::step() {
   if (header_got_ < sizeof header_) {
     if (!read_into(reinterpret_cast<char*>(&header_), sizeof header_, header_got_)) return nullptr;
-    if (header_.magic != UcxAddressHeader::kMagic || header_.length == 0 ||
-        header_.length > UcxAddressHeader::kMaxAddress)
+    if (!plausible(header_))
       throw NetError(abi::remote_error, "connecting to " + peer_ + ": malformed UCX address answer");
     address_.resize(header_.length);
   }

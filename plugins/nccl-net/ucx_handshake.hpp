@@ -12,20 +12,11 @@
 #include <vector>
 
 #include "comm.hpp"
+#include "handle.hpp"
 #include "socket.hpp"
 #include "ucx_context.hpp"
 
 namespace strata::nccl_net {
-
-struct UcxAddressHeader {
-  static constexpr std::uint32_t kMagic = 0x41525453;  // "STRA"
-  static constexpr std::uint32_t kMaxAddress = 1 << 20;  // far above any real worker address
-  std::uint32_t magic;
-  std::uint32_t tag_space;  // high half of every ucp tag on this connection
-  std::uint32_t length;     // address bytes that follow
-  std::uint32_t reserved;
-};
-static_assert(sizeof(UcxAddressHeader) == 16);
 
 // Accept side: writes the answer, then hands over a UcxRecvComm.
 class UcxAnswer {

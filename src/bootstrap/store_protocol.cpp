@@ -70,7 +70,6 @@ StoreState::Outcome StoreState::handle(std::string_view body) {
       return o;
     }
     case wire::StoreRequest::GET: {
-      if (req.keys_size() == 0) return refuse("GET names no key");
       o.keys.assign(req.keys().begin(), req.keys().end());
       auto r = answer_get(o.keys, false);
       if (r) {

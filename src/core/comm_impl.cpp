@@ -1,7 +1,6 @@
 #include "core/comm_impl.hpp"
 
-#include "core/sys_errors.hpp"
-
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -43,7 +42,8 @@ CommImpl::CommImpl(const Setup& s)
       size_(s.size),
       kind_(resolve_transport(s.options.transport)),
       timeout_(resolve_timeout(s.options.timeout)),
-      chunk_bytes_(static_cast<std::size_t>(std::max<std::int64_t>(4096, config::get_int("chunk_bytes")))),
+      chunk_bytes_(static_cast<std::size_t>(std::clamp<std::int64_t>(config::get_int("chunk_bytes"), 4096,
+                                                                       std::int64_t{1} << 30))),
       send_seq_(static_cast<std::size_t>(std::max(s.size, 0))),
       recv_seq_(static_cast<std::size_t>(std::max(s.size, 0))) {
   if (size_ < 1) throw InvalidArgument("communicator size " + std::to_string(size_) + " must be at least 1");

@@ -1,6 +1,7 @@
 #include "ps/protocol.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "collectives/patterns.hpp"
 
@@ -12,8 +13,15 @@ using collectives::piece_size;
 bool PushHeader::valid() const {
   if (magic != kMagic) return false;
   if (op == Op::close) return true;
-  return (op == Op::allreduce || op == Op::reduce_scatter) &&
-         static_cast<int>(dtype) <= static_cast<int>(DataType::i64) && chunk_bytes > 0;
+  if (op != Op::allreduce && op != Op::reduce_scatter) return false;
+  if (static_cast<unsigned>(dtype) >= static_cast<unsigned>(kNumDataTypes) ||
+      static_cast<unsigned>(reduce) >= static_cast<unsigned>(kNumReduceOps))
+    return false;
+  if (reduce == ReduceOp::avg && !is_floating(dtype)) return false;
+  // What the server allocates follows from these: bounded like any buffer a caller could
+  // pass (communicator.cpp), and chunks no larger than a message the workers would send.
+  return chunk_bytes > 0 && chunk_bytes <= kMaxChunkBytes &&
+         count <= static_cast<std::uint64_t>(PTRDIFF_MAX) / dtype_size(dtype);
 }
 
 std::string PushHeader::describe() const {

@@ -21,6 +21,7 @@ enum class Op : std::uint8_t { allreduce = 1, reduce_scatter = 2, close = 3 };
 
 struct PushHeader {
   static constexpr std::uint32_t kMagic = 0x53505453;  // "STPS"
+  static constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << 30;
   std::uint32_t magic = kMagic;
   Op op = Op::close;
   DataType dtype = DataType::u8;
@@ -30,6 +31,8 @@ struct PushHeader {
   std::uint64_t count = 0;        // elements of the vector every worker pushes
   std::uint64_t chunk_bytes = 0;  // how shards are cut into messages
 
+  // Every field in range and every size it implies addressable: a server trusts nothing
+  // else from a worker's header.
   bool valid() const;
   bool operator==(const PushHeader&) const = default;
   std::string describe() const;  // "allreduce #12 (f32 x 1000, sum)"

@@ -1,7 +1,9 @@
 #include "ps/shard_server.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <new>
 #include <optional>
 
 #include "collectives/reduce_kernels.hpp"
@@ -97,7 +99,17 @@ void ShardServer::serve(const PushHeader& h) {
   const std::size_t esz = L.element_size();
   const Range shard = L.shard(index_);
   const std::size_t C = L.chunks(index_), bytes = shard.size * esz;
-  if (staging_.size() < bytes * static_cast<std::size_t>(workers_)) staging_.resize(bytes * static_cast<std::size_t>(workers_));
+  const auto workers = static_cast<std::size_t>(workers_);
+  if (bytes > static_cast<std::size_t>(PTRDIFF_MAX) / workers)
+    throw TransportError("server " + std::to_string(index_) + ", " + h.describe() + ": a shard of " +
+                         std::to_string(bytes) + " bytes from each of " + std::to_string(workers_) +
+                         " workers cannot be held");
+  try {
+    if (staging_.size() < bytes * workers) staging_.resize(bytes * workers);
+  } catch (const std::bad_alloc&) {
+    throw TransportError("server " + std::to_string(index_) + ", " + h.describe() + ": out of memory for " +
+                         std::to_string(bytes * workers) + " bytes of staging (a shard from each worker)");
+  }
   auto slot = [&](int w) { return staging_.data() + static_cast<std::size_t>(w) * bytes; };
   std::vector<RequestPtr> pushes, sends;
   for (std::size_t c = 0; c < C; ++c)

@@ -164,7 +164,24 @@ void TcpTransport::connect(int peer) {
     asio::write(*o.sock, asio::buffer(hello), ec);
     if (ec) return fail_outbound(peer, "handshake failed: " + ec.message());
     o.connected = true;
+    watch(peer);
     flush(peer);
+  });
+}
+
+void TcpTransport::watch(int peer) {
+  auto& o = out_[peer];
+  o.sock->async_read_some(asio::buffer(&o.watch_byte, 1), [this, peer](boost::system::error_code ec, std::size_t) {
+    if (ec == asio::error::operation_aborted || aborted()) return;
+    auto& out = out_[peer];
+    if (!out.failed.empty()) return;
+    // Only what was never written fails now: a write under way may have delivered its
+    // bytes before the close, and its own completion says whether it did.
+    out.failed = "it closed its connection (it exited or destroyed its communicator)";
+    out.connected = false;
+    const std::string msg = "rank " + std::to_string(peer) + ": " + out.failed;
+    for (auto& r : out.queue) r->fail(msg);
+    out.queue.clear();
   });
 }
 

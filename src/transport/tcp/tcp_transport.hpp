@@ -64,6 +64,7 @@ class TcpTransport : public Transport {
     std::deque<std::shared_ptr<TcpRequest>> queue;  // not yet written
     std::vector<std::shared_ptr<TcpRequest>> in_flight;
     std::vector<Header> headers;  // storage for the in-flight batch's headers
+    char watch_byte = 0;          // the receiver never writes: a read ends only when it closes
   };
   // Receive side of one peer's stream. Bytes arrive into `rbuf` in as few reads as
   // possible and frames are parsed out of it; a large payload whose receive is posted
@@ -92,6 +93,9 @@ class TcpTransport : public Transport {
   void resume_stalled();
   void end_frame(int peer);     // its payload is complete
   void connect(int peer);
+  // The peer closing our connection means it is gone (exited, destroyed its transport):
+  // sends to it fail at once instead of at their deadline.
+  void watch(int peer);
   void flush(int peer);
   void fail_outbound(int peer, const std::string& why);
   void fail_inbound(int peer, const std::string& why);
