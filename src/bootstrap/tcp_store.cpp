@@ -17,7 +17,6 @@ namespace strata::bootstrap {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-namespace wire = strata::bootstrap::wire;
 
 std::pair<std::string, std::uint16_t> split_host_port(const std::string& addr,
                                                       const std::string& what) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/cpu_features.hpp"
 #include "core/half.hpp"
 #include "strata/errors.hpp"
 
@@ -135,7 +136,7 @@ struct Max {
       const T r = std::bit_cast<T>(std::bit_cast<U>(hi1) & std::bit_cast<U>(hi2));
       const T nan = std::bit_cast<T>(std::bit_cast<U>(a) | std::bit_cast<U>(b));
       // Selecting between T values (not U) keeps the f64 loop vectorizable on SSE2.
-      return (a != a) | (b != b) ? nan : r;
+      return ((a != a) | (b != b)) ? nan : r;
     } else {
       return a > b ? a : b;
     }
@@ -443,12 +444,7 @@ bool kernel_isa_supported(KernelIsa isa) {
     case KernelIsa::generic: return true;
     case KernelIsa::avx2: {
 #ifdef STRATA_HAVE_AVX2_VARIANT
-      // libgcc's probe also checks that the OS saves YMM state, not just the CPUID bit.
-      static const bool ok = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-      }();
-      return ok;
+      return cpu::features().avx2 && cpu::features().f16c;
 #else
       return false;
 #endif

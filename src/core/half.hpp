@@ -14,6 +14,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "core/cpu_features.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define STRATA_HAVE_F16C_TARGET 1
@@ -111,8 +113,7 @@ inline bf16 to_bf16(float f) { return bf16{float_to_bf16(f)}; }
 // tests can prove the portable code above agrees with them.
 inline bool cpu_has_f16c() {
 #ifdef STRATA_HAVE_F16C_TARGET
-  __builtin_cpu_init();  // required when called from a static initializer
-  return __builtin_cpu_supports("f16c");
+  return cpu::features().f16c;
 #else
   return false;
 #endif

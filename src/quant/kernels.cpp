@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/cpu_features.hpp"
 #include "quant/kernels_body.hpp"
 #include "strata/errors.hpp"
 
@@ -267,12 +268,8 @@ const char* to_string(Isa isa) {
 bool isa_supported(Isa isa) {
   if (isa == Isa::generic) return true;
 #ifdef STRATA_QUANT_AVX2
-  static const bool ok = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-           __builtin_cpu_supports("bmi") && __builtin_cpu_supports("popcnt");
-  }();
-  return ok;
+  const cpu::Features& f = cpu::features();
+  return f.avx2 && f.f16c && f.bmi1 && f.popcnt;
 #else
   return false;
 #endif

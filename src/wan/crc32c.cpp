@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "core/cpu_features.hpp"
+
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 #endif
@@ -49,7 +51,7 @@ __attribute__((target("sse4.2"))) std::uint32_t hardware_raw(std::uint32_t c,
 
 bool detect() {
 #if defined(__x86_64__)
-  return __builtin_cpu_supports("sse4.2");
+  return cpu::features().sse42;
 #else
   return false;
 #endif

@@ -472,11 +472,13 @@ TEST(HalfConversion, ExhaustiveDecodeMatchesModel) {
                 std::bit_cast<std::uint32_t>(static_cast<float>(want)))
           << hex(h);
     }
+#ifdef __FLT16_MANT_DIG__  // the compiler has _Float16 on this target (gcc 12; not clang 14)
     // A third opinion: the compiler's own _Float16.
     const float compiler = static_cast<float>(std::bit_cast<_Float16>(bits));
     if (!std::isnan(want)) {
       ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(compiler));
     }
+#endif
   }
 }
 
@@ -556,6 +558,9 @@ TEST(Bf16Conversion, TiesToEven) {
 // A wide sweep of float bit patterns (every NaN class and rounding case included) against
 // the compiler's _Float16 and the bf16 model.
 TEST(HalfConversion, FloatSweepMatchesCompiler) {
+#ifndef __FLT16_MANT_DIG__
+  GTEST_SKIP() << "this compiler has no _Float16 on this target";
+#else
   for (std::uint64_t u = 0; u <= 0xffffffffu; u += 2459) {
     const float f = std::bit_cast<float>(static_cast<std::uint32_t>(u));
     const std::uint16_t got = core::float_to_f16(f);
@@ -565,6 +570,7 @@ TEST(HalfConversion, FloatSweepMatchesCompiler) {
       ASSERT_EQ(got, std::bit_cast<std::uint16_t>(static_cast<_Float16>(f))) << hex(u);
     }
   }
+#endif
 }
 
 TEST(Bf16Conversion, FloatSweepMatchesModel) {
