@@ -110,11 +110,11 @@ void leader_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
 
   // Blocks travel packed in rank order; both ends know which ranks a holder carries.
   auto pack = [&](const std::vector<int>& ranks, char* dst) {
-    for (std::size_t k = 0; k < ranks.size(); ++k)
+    for (std::size_t k = 0; k < ranks.size() && block; ++k)
       std::memcpy(dst + k * block, out + static_cast<std::size_t>(ranks[k]) * block, block);
   };
   auto unpack = [&](const std::vector<int>& ranks, const char* src) {
-    for (std::size_t k = 0; k < ranks.size(); ++k)
+    for (std::size_t k = 0; k < ranks.size() && block; ++k)
       std::memcpy(out + static_cast<std::size_t>(ranks[k]) * block, src + k * block, block);
   };
   char* staging = static_cast<char*>(ctx.scratch(3, static_cast<std::size_t>(plan.world_size) * block));

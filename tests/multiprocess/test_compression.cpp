@@ -55,7 +55,7 @@ void require_identical(Communicator& comm, const std::vector<float>& v, const st
   std::vector<float> all(v.size() * static_cast<std::size_t>(comm.size()));
   comm.allgather(v.data(), all.data(), v.size(), DataType::f32).wait();
   for (int r = 0; r < comm.size(); ++r)
-    require(std::memcmp(all.data() + static_cast<std::size_t>(r) * v.size(), v.data(), v.size() * sizeof(float)) == 0,
+    require(v.empty() || std::memcmp(all.data() + static_cast<std::size_t>(r) * v.size(), v.data(), v.size() * sizeof(float)) == 0,
             what + ": rank " + std::to_string(r) + " holds different bits");
 }
 

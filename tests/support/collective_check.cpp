@@ -68,7 +68,7 @@ std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, c
   if (c.in_place) {
     // The in-place layouts of the NCCL API.
     if (c.kind == CollectiveKind::allgather) {
-      std::memcpy(out.data() + me * c.count * esz, in.data(), c.count * esz);
+      if (c.count) std::memcpy(out.data() + me * c.count * esz, in.data(), c.count * esz);
       send = out.data() + me * c.count * esz;
     } else if (scatter) {
       out = in;
@@ -76,7 +76,7 @@ std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, c
       send = out.data();
       recv = out.data() + me * c.count * esz;
     } else if (c.kind == CollectiveKind::allreduce || me == c.root) {
-      std::memcpy(out.data(), in.data(), in.size());
+      if (!in.empty()) std::memcpy(out.data(), in.data(), in.size());
       send = recv = out.data();
     }
   }
@@ -91,10 +91,10 @@ std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, c
 
   std::size_t bad = 0;
   if (c.kind == CollectiveKind::allgather) {
-    for (int r = 0; r < p; ++r)
+    for (int r = 0; r < p && c.count; ++r)
       bad += std::memcmp(static_cast<char*>(recv) + r * c.count * esz, inputs[r].data(), c.count * esz) != 0;
   } else if (c.kind == CollectiveKind::broadcast) {
-    bad += std::memcmp(recv, inputs[c.root].data(), c.count * esz) != 0;
+    if (c.count) bad += std::memcmp(recv, inputs[c.root].data(), c.count * esz) != 0;
   } else if (c.kind != CollectiveKind::reduce || me == c.root) {
     const auto e = reference(c.dt, c.op, inputs, in_n);
     bad = mismatches(c.dt, c.op, recv, e, scatter ? me * c.count : 0, out_n, p);
