@@ -84,7 +84,10 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
   std::vector<Locality> out(static_cast<std::size_t>(w.size()));
   for (int t = 0; t < w.size(); ++t) {
     bootstrap::wire::RankRecord other;
-    other.ParseFromString(records[static_cast<std::size_t>(t)]);
+    if (!other.ParseFromString(records[static_cast<std::size_t>(t)]))
+      throw TransportError("communicator creation: the record of transport rank " + std::to_string(t) +
+                           " in the rendezvous store is malformed (another program or strata version "
+                           "using the same store?)");
     auto& l = out[static_cast<std::size_t>(t)];
     l.host = other.host();
     l.region = other.region();

@@ -27,9 +27,11 @@ std::string describe(std::string_view key, Shard s) {
   return out;
 }
 
+}  // namespace
+
 // Word-at-a-time multiply-rotate hash: detects corruption at memory speed, which matters
 // for residuals the size of a model shard. Not a defence against tampering.
-std::uint64_t checksum(const std::byte* p, std::size_t n) {
+std::uint64_t snapshot_checksum(const std::byte* p, std::size_t n) {
   std::uint64_t h = 0x243f6a8885a308d3ull ^ n;
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -42,6 +44,8 @@ std::uint64_t checksum(const std::byte* p, std::size_t n) {
   h = std::rotl(h ^ tail, 29) * 0x9e3779b97f4a7c15ull;
   return h ^ (h >> 31);
 }
+
+namespace {
 
 // Finds the residual stored for exactly this shard; throws if the shard overlaps another.
 template <class Shards>
@@ -203,7 +207,7 @@ std::vector<std::byte> ErrorFeedback::save() const {
       put(r.data(), 4 * r.size());
     }
   }
-  const std::uint64_t sum = checksum(out.data(), size - 8);
+  const std::uint64_t sum = snapshot_checksum(out.data(), size - 8);
   put(&sum, 8);
   return out;
 }
@@ -222,7 +226,7 @@ void ErrorFeedback::restore(std::span<const std::byte> bytes) {
   }
   std::uint64_t sum;
   std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
-  if (sum != checksum(bytes.data(), bytes.size() - 8)) fail("checksum mismatch");
+  if (sum != snapshot_checksum(bytes.data(), bytes.size() - 8)) fail("checksum mismatch");
 
   Reader in(bytes.first(bytes.size() - 8));
   in.take(8, "header");

@@ -34,6 +34,9 @@ struct Shard {
   bool operator==(const Shard&) const = default;
 };
 
+// The checksum that ends a snapshot (ErrorFeedback::save), over its first n bytes.
+std::uint64_t snapshot_checksum(const std::byte* p, std::size_t n);
+
 class ErrorFeedback {
  public:
   // data += the stored residual of (key, shard), if there is one. data.size() must equal

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -368,6 +369,13 @@ std::optional<Measured> parse_measured(const std::string& text) {
     }
   }
   if (!have_gamma) return std::nullopt;
+  // The text comes from the store or a cache file: figures the cost model cannot price
+  // with (negative, infinite) are a malformed record, not a measurement.
+  const auto sane = [](double x) { return std::isfinite(x) && x >= 0; };
+  if (!sane(m.gamma)) return std::nullopt;
+  for (const auto& p : m.pairs)
+    if (!sane(p.cost.alpha) || !sane(p.cost.beta) || !sane(p.cost.gap) || p.small_iters < 0 || p.large_iters < 0)
+      return std::nullopt;
   return m;
 }
 

@@ -34,6 +34,7 @@ double rate(const std::string& v) {
   else if (unit == "gbit") bits = x * 1e9;
   else bad("rate", v, "unit must be bit, kbit, mbit or gbit");
   if (bits <= 0) bad("rate", v, "must be positive");
+  if (bits > 1e15) bad("rate", v, "must be at most 1000000gbit");
   return bits / 8;
 }
 
@@ -45,6 +46,8 @@ std::chrono::nanoseconds delay(const std::string& v) {
   else if (unit == "ms") ns = x * 1e6;
   else if (unit == "s") ns = x * 1e9;
   else bad("delay", v, "unit must be us, ms or s");
+  // Converted to integer nanoseconds: beyond an hour is no WAN, and far beyond it no int64.
+  if (ns > 3600e9) bad("delay", v, "must be at most 3600s");
   return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
 }
 
@@ -57,6 +60,7 @@ std::size_t window(const std::string& v) {
   else if (unit == "g") mult = 1024.0 * 1024 * 1024;
   else if (!unit.empty()) bad("window", v, "suffix must be k, m or g");
   if (x * mult < 1) bad("window", v, "must be at least one byte");
+  if (x * mult > 0x1p40) bad("window", v, "must be at most 1024g");
   return static_cast<std::size_t>(x * mult);
 }
 
@@ -89,7 +93,7 @@ Emulation parse_emulation(const std::string& spec) {
     } else if (key == "cut") {
       std::string rest;
       const double n = number("cut", value, &rest);
-      if (!rest.empty() || n != std::floor(n)) bad("cut", value, "expected a frame count");
+      if (!rest.empty() || n != std::floor(n) || n > 0x1p53) bad("cut", value, "expected a frame count");
       e.cut_after = static_cast<std::uint64_t>(n);
     } else {
       throw InvalidArgument("STRATA_WAN_EMULATE: unknown field '" + key +
