@@ -4,6 +4,8 @@
 #include <cstring>
 #include <thread>
 
+#include <boost/system/system_error.hpp>
+
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/sys_errors.hpp"
@@ -91,8 +93,8 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
   const auto [host, port] = bootstrap::split_host_port(s.root, "rendezvous address");
   servers_ = configured_servers();
   ensure_descriptors();
-  if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port);
   try {
+    if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port);
     auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
     bootstrap::PrefixStore store(tcp_store, s.key_prefix);
     const WorldShape shape{rank_, size_, servers_};
@@ -106,6 +108,10 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     // Ranks that "did not join" may have been turned away by this rank's own store.
     if (server_ && !server_->trouble().empty()) throw TimeoutError(std::string(e.what()) + "; " + server_->trouble());
     throw;
+  } catch (const boost::system::system_error& e) {
+    // A socket or event descriptor the OS refused (Asio throws these from constructors).
+    throw TransportError("communicator creation on rank " + std::to_string(rank_) + ": " + e.what() +
+                         sys::limit_note(e.code()));
   }
 }
 

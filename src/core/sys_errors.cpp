@@ -34,18 +34,19 @@ std::uint64_t raise_open_file_limit(std::uint64_t wanted) {
   return rl.rlim_cur;
 }
 
-std::string describe(const boost::system::error_code& ec) {
-  std::string s = ec.message();
+std::string limit_note(const boost::system::error_code& ec) {
   if (ec == boost::system::errc::too_many_files_open) {
     const std::uint64_t limit = open_file_limit();
-    s += " (this process may have at most " + (limit ? std::to_string(limit) : std::string("an unknown number of")) +
-         " open files: RLIMIT_NOFILE; every peer connection takes one or more, so raise it with 'ulimit -n' or "
-         "the launcher's limits)";
-  } else if (ec == boost::system::errc::too_many_files_open_in_system) {
-    s += " (the system-wide open-file table is full: fs.file-max)";
+    return " (this process may have at most " + (limit ? std::to_string(limit) : std::string("an unknown number of")) +
+           " open files: RLIMIT_NOFILE; every peer connection takes one or more, so raise it with 'ulimit -n' or "
+           "the launcher's limits)";
   }
-  return s;
+  if (ec == boost::system::errc::too_many_files_open_in_system)
+    return " (the system-wide open-file table is full: fs.file-max)";
+  return "";
 }
+
+std::string describe(const boost::system::error_code& ec) { return ec.message() + limit_note(ec); }
 
 AcceptNext AcceptTrouble::after_error(const boost::system::error_code& ec) {
   if (ec == boost::asio::error::operation_aborted || ec == boost::asio::error::bad_descriptor)

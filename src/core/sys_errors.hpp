@@ -14,6 +14,8 @@ namespace strata::sys {
 
 // ec.message(), and for descriptor exhaustion the limit that was hit.
 std::string describe(const boost::system::error_code& ec);
+// What describe() adds to the message: "" unless descriptors ran out.
+std::string limit_note(const boost::system::error_code& ec);
 bool out_of_descriptors(const boost::system::error_code& ec);
 
 // The soft RLIMIT_NOFILE of this process (0 when unknown).

@@ -13,7 +13,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -254,19 +256,26 @@ void oversized_announcement(TransportKind kind, bool wan) {
 TEST(HostileInput, TerabyteHeaderOnTheTcpTransport) { oversized_announcement(TransportKind::tcp, false); }
 TEST(HostileInput, TerabyteMessageOnTheWanLink) { oversized_announcement(TransportKind::tcp, true); }
 
-// 24 ranks that may each open at most 40 files cannot all connect. Before, every rank
-// waited the whole timeout and then blamed rank 0 ("did not answer"), and rank 0's own
-// listener had stopped for good on its first accept error without a word. Now a rank
-// that runs out says so, naming the limit, as soon as a connection fails or its listener
-// has failed for 2 s; its peers then fail too (waiting for it, at their deadline here, or
-// stopped at once by a launcher that saw the first failure).
-TEST(HostileInput, DescriptorExhaustionIsNamed) {
+// 24 ranks that may each open only a few dozen files more than they hold at the start
+// cannot all connect. Before, every rank waited the whole timeout and then blamed rank 0 ("did not
+// answer"), and rank 0's own listener had stopped for good on its first accept error
+// without a word. Now a rank that runs out says so, naming the limit, as soon as opening
+// a socket fails or its listener has failed for 2 s; its peers then fail too (waiting for
+// it, at their deadline here, or stopped at once by a launcher that saw the first failure).
+// `margin`: descriptors each rank may open beyond those it holds at the start. With 32
+// rank 0 runs out while creating its sockets; with 48 it gets as far as accepting and
+// connecting to its peers.
+void exhaust_descriptors(rlim_t margin) {
   constexpr int kRanks = 24;
   const std::string root = free_root_address();
   const auto results = fork_ranks(kRanks, 120s, [&](int rank) {
-    const rlimit rl{40, 40};
+    // Relative to what is open already, which depends on what started the test.
+    const auto open_now = static_cast<rlim_t>(
+        std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{}));
+    const rlimit rl{open_now + margin, open_now + margin};
     require(::setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit failed");
-    ::setenv("STRATA_TIMEOUT_S", "10", 1);
+    std::cout << "limit " << rl.rlim_cur << std::endl;
+    ::setenv("STRATA_TIMEOUT_S", "5", 1);
     CommOptions o;
     o.transport = TransportKind::tcp;
     Communicator comm(rank, kRanks, root, o);
@@ -275,14 +284,19 @@ TEST(HostileInput, DescriptorExhaustionIsNamed) {
   });
   int named = 0;
   for (const auto& r : results) {
+    const auto at = r.output.find("limit ");
+    const std::string limit = at == std::string::npos ? "?" : r.output.substr(at + 6, r.output.find('\n', at) - at - 6);
     if (r.output.find("Too many open files") != std::string::npos &&
-        r.output.find("at most 40 open files") != std::string::npos &&
+        r.output.find("at most " + limit + " open files") != std::string::npos &&
         r.output.find("RLIMIT_NOFILE") != std::string::npos)
       ++named;
     EXPECT_FALSE(r.timed_out) << "rank " << r.rank << " hung:\n" << r.output;
   }
   EXPECT_GE(named, 1) << "no rank named the descriptor limit:\n" << failures(results);
 }
+
+TEST(HostileInput, DescriptorExhaustionWhileCreatingSocketsIsNamed) { exhaust_descriptors(32); }
+TEST(HostileInput, DescriptorExhaustionWhileConnectingIsNamed) { exhaust_descriptors(48); }
 
 }  // namespace
 }  // namespace strata::test
