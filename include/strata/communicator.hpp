@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "strata/options.hpp"
+#include "strata/store.hpp"
 #include "strata/types.hpp"
 #include "strata/work.hpp"
 
@@ -67,6 +68,10 @@ class Communicator {
   // root is "host:port" of the rendezvous store; rank 0 serves it.
   Communicator(int rank, int size, const std::string& root, const CommOptions& opts = {});
   Communicator(const UniqueId& id, int rank, int size, const CommOptions& opts = {});
+  // Meets the other ranks in a store the caller already has (a framework's, such as
+  // torch's c10d store); no store server is started. Keys go under "strata/", so one
+  // store can hold several communicators only if each gets its own prefix of it.
+  Communicator(std::shared_ptr<Store> store, int rank, int size, const CommOptions& opts = {});
 
   Communicator(Communicator&&) noexcept;
   Communicator& operator=(Communicator&&) noexcept;
@@ -98,6 +103,20 @@ class Communicator {
   Work reduce(const void* send, void* recv, std::size_t count, DataType dt, ReduceOp op,
               int root, const CallOptions& o = {});
   Work barrier(const CallOptions& o = {});
+
+  // Every rank sends block j of send (count elements at j*count) to rank j, which puts
+  // it at block rank() of its recv; both hold size()*count. recv == send is allowed (in
+  // place); any other overlap is rejected.
+  Work alltoall(const void* send, void* recv, std::size_t count, DataType dt, const CallOptions& o = {});
+  // Uneven splits (MPI_Alltoallv): send_counts[j] elements at send + send_displs[j] go to
+  // rank j; recv_counts[j] elements from rank j land at recv + recv_displs[j] (counts and
+  // displacements in elements, size() of each). Rank i's send_counts[j] must equal rank
+  // j's recv_counts[i], else the call fails naming both. Regions of recv must not
+  // overlap; send and recv may be the same buffer.
+  Work alltoallv(const void* send, std::span<const std::size_t> send_counts,
+                 std::span<const std::size_t> send_displs, void* recv,
+                 std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+                 DataType dt, const CallOptions& o = {});
 
   // Point to point: sends to one peer are matched by that peer's receives in order.
   Work send(const void* buf, std::size_t count, DataType dt, int peer, const CallOptions& o = {});

@@ -211,6 +211,22 @@ STRATA_API strataResult_t strataReduce(const void* sendbuff, void* recvbuff, siz
                                        strataComm_t comm, strataRequest_t* req) STRATA_NOEXCEPT;
 STRATA_API strataResult_t strataBarrier(strataComm_t comm, strataRequest_t* req) STRATA_NOEXCEPT;
 
+/* Every rank sends count elements to each rank: block j of sendbuff goes to rank j and
+ * lands in block rank of its recvbuff; both hold nranks * count elements. recvbuff may
+ * equal sendbuff. */
+STRATA_API strataResult_t strataAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                                         strataDataType_t datatype, strataComm_t comm,
+                                         strataRequest_t* req) STRATA_NOEXCEPT;
+/* Uneven splits, as MPI_Alltoallv: sendcounts[j] elements at sendbuff + sdispls[j] go to
+ * rank j; recvcounts[j] elements from rank j land at recvbuff + rdispls[j]. Each array
+ * holds nranks entries, in elements. Rank i's sendcounts[j] must equal rank j's
+ * recvcounts[i]. */
+STRATA_API strataResult_t strataAllToAllv(const void* sendbuff, const size_t* sendcounts,
+                                          const size_t* sdispls, void* recvbuff,
+                                          const size_t* recvcounts, const size_t* rdispls,
+                                          strataDataType_t datatype, strataComm_t comm,
+                                          strataRequest_t* req) STRATA_NOEXCEPT;
+
 /* Point to point: sends to one peer are matched by that peer's receives in order. */
 STRATA_API strataResult_t strataSend(const void* sendbuff, size_t count,
                                      strataDataType_t datatype, int peer, strataComm_t comm,

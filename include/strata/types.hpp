@@ -16,7 +16,7 @@ enum class ReduceOp : std::uint8_t { sum, prod, min, max, avg };
 inline constexpr int kNumReduceOps = 5;
 
 enum class CollectiveKind : std::uint8_t {
-  allreduce, reduce_scatter, allgather, broadcast, reduce, barrier, send, recv
+  allreduce, reduce_scatter, allgather, broadcast, reduce, barrier, send, recv, alltoall
 };
 
 std::size_t dtype_size(DataType t);

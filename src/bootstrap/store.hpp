@@ -1,5 +1,6 @@
 // Key-value rendezvous used at communicator creation: ranks publish their locality and
-// transport addresses and read everyone else's. Rank 0 (or UniqueId::create) serves it.
+// transport addresses and read everyone else's. Rank 0 (or UniqueId::create) serves it,
+// or the caller brings its own.
 #pragma once
 
 #include <chrono>
@@ -8,24 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "strata/store.hpp"
+
 namespace strata::bootstrap {
 
 using Clock = std::chrono::steady_clock;
 
-class Store {
- public:
-  virtual ~Store() = default;
-  virtual void set(const std::string& key, const std::string& value) = 0;
-  // Blocks until every key exists. On timeout throws TimeoutError listing the missing
-  // keys (callers name keys after ranks, so the error names the absent ranks).
-  virtual std::vector<std::string> get(const std::vector<std::string>& keys,
-                                       Clock::time_point deadline) = 0;
-  std::string get(const std::string& key, Clock::time_point deadline) {
-    return get(std::vector<std::string>{key}, deadline).front();
-  }
-  // Atomically adds delta and returns the new value.
-  virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
-};
+// The public interface (include/strata/store.hpp), so a framework's own store can stand
+// in for the ones below.
+using Store = strata::Store;
 
 // Prefixes every key, so several communicators can share one store.
 class PrefixStore : public Store {

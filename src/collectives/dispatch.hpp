@@ -3,7 +3,9 @@
 // and the message size.
 #pragma once
 
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "collectives/context.hpp"
 #include "strata/compression.hpp"
@@ -17,6 +19,12 @@ namespace strata::collectives {
 
 struct Algorithm;  // registry.hpp
 
+// alltoall: what goes to and comes from each member of the group, in elements, indexed
+// by group index. Shared, so copying the arguments into the engine's queue stays cheap.
+struct Splits {
+  std::vector<std::size_t> send_counts, send_displs, recv_counts, recv_displs;
+};
+
 struct CollArgs {
   CollectiveKind kind = CollectiveKind::barrier;
   const void* send = nullptr;
@@ -29,6 +37,7 @@ struct CollArgs {
   // A registered algorithm the caller asked for (CallOptions::algorithm, checked against
   // the registry before the call was queued); nullptr: the default choice.
   const Algorithm* algorithm = nullptr;
+  std::shared_ptr<const Splits> splits;  // alltoall only
 };
 
 void run_collective(Context& ctx, const Group& g, const CollArgs& a);

@@ -531,6 +531,30 @@ strataResult_t strataBarrier(strataComm_t comm, strataRequest_t* req) noexcept {
   return issue(__func__, comm, req, [&](strata::Communicator& c) { return c.barrier(); });
 }
 
+strataResult_t strataAllToAll(const void* sendbuff, void* recvbuff, size_t count, strataDataType_t datatype,
+                              strataComm_t comm, strataRequest_t* req) noexcept {
+  return issue(__func__, comm, req, [&](strata::Communicator& c) {
+    const auto dt = to_cpp(datatype);
+    require_buffer(sendbuff, count, "sendbuff");
+    require_buffer(recvbuff, count, "recvbuff");
+    return c.alltoall(sendbuff, recvbuff, count, dt);
+  });
+}
+
+strataResult_t strataAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                               void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                               strataDataType_t datatype, strataComm_t comm, strataRequest_t* req) noexcept {
+  return issue(__func__, comm, req, [&](strata::Communicator& c) {
+    const auto dt = to_cpp(datatype);
+    const auto n = static_cast<std::size_t>(c.size());
+    require_buffer(sendcounts, n, "sendcounts");
+    require_buffer(sdispls, n, "sdispls");
+    require_buffer(recvcounts, n, "recvcounts");
+    require_buffer(rdispls, n, "rdispls");
+    return c.alltoallv(sendbuff, {sendcounts, n}, {sdispls, n}, recvbuff, {recvcounts, n}, {rdispls, n}, dt);
+  });
+}
+
 strataResult_t strataSend(const void* sendbuff, size_t count, strataDataType_t datatype, int peer,
                           strataComm_t comm, strataRequest_t* req) noexcept {
   return issue(__func__, comm, req, [&](strata::Communicator& c) {

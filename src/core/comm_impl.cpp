@@ -14,6 +14,7 @@
 #include "hierarchy/hierarchical.hpp"
 #include "quant/compressed_allreduce.hpp"
 #include "ps/protocol.hpp"
+#include "collectives/alltoall.hpp"
 #include "collectives/registry.hpp"
 #include "quant/compression.hpp"
 #include "topology/topology_file.hpp"
@@ -90,13 +91,16 @@ void CommImpl::close_servers() {
 }
 
 void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
-  const auto [host, port] = bootstrap::split_host_port(s.root, "rendezvous address");
   servers_ = configured_servers();
   ensure_descriptors();
   try {
-    if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port);
-    auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
-    bootstrap::PrefixStore store(tcp_store, s.key_prefix);
+    std::shared_ptr<Store> inner = s.store;
+    if (!inner) {
+      const auto [host, port] = bootstrap::split_host_port(s.root, "rendezvous address");
+      if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port);
+      inner = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
+    }
+    bootstrap::PrefixStore store(inner, s.key_prefix);
     const WorldShape shape{rank_, size_, servers_};
     auto all = exchange_localities(store, shape, deadline, timeout_);
     localities_.assign(all.begin(), all.begin() + size_);
@@ -237,7 +241,7 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) 
   // A flat communicator settles the selector's choice now, so it travels in the
   // fingerprint: ranks that would pick differently (a different STRATA_ALGO) get a
   // MismatchError instead of messages that do not fit.
-  if (!args.algorithm && !plan_) args.algorithm = &selector_->choose(a.kind, a.dtype, a.count, world_);
+  if (!args.algorithm && !plan_ && a.kind != CollectiveKind::alltoall) args.algorithm = &selector_->choose(a.kind, a.dtype, a.count, world_);
   if (args.algorithm) fp.algorithm = static_cast<std::uint8_t>(static_cast<int>(args.algorithm->id) + 1);
   auto work = engine_->submit([this, fp, a = std::move(args), timeout]() -> std::optional<Pending> {
     check_usable();
@@ -282,7 +286,11 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
   const collectives::SelectorScope selector_scope(selector_.get());
   try {
     const auto& world = world_;
-    if (a.compression && a.compression->scope == Compression::Scope::everywhere) {
+    if (a.kind == CollectiveKind::alltoall) {
+      // Pairwise over the routed transport whatever the hierarchy: every byte has one
+      // destination, so there is nothing to combine on the way.
+      collectives::alltoall(ctx, world, a);
+    } else if (a.compression && a.compression->scope == Compression::Scope::everywhere) {
       if (a.send != a.recv) std::memcpy(a.recv, a.send, a.count * sizeof(float));
       quant::compressed_allreduce(ctx, world, static_cast<float*>(a.recv), a.count, *a.compression, &feedback_,
                                   quant::Shard{0, a.count}, a.op, size_);

@@ -30,6 +30,7 @@ class CommImpl {
   struct Setup {
     int rank = 0;
     int size = 1;
+    std::shared_ptr<Store> store;  // the caller's store; else one at root
     std::string root;        // host:port of the store
     std::string key_prefix;  // separates communicators sharing one store
     bool serve_root = false; // rank 0 starts the store server itself

@@ -1,6 +1,7 @@
 // Public Communicator: argument checks (before anything is queued), then CommImpl.
 #include "strata/communicator.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
@@ -89,6 +90,40 @@ struct Checker {
   }
 };
 
+// Both forms of alltoall once their splits are known: every block within its buffer,
+// no two blocks of recv on the same bytes. send and recv may overlap (staged).
+Work issue_alltoall(CommImpl& impl, const Checker& c, const CallOptions& o, const void* send, void* recv,
+                    std::shared_ptr<collectives::Splits> splits, std::size_t count, DataType dt) {
+  if (!o.algorithm.empty()) c.fail("alltoall runs one algorithm (pairwise exchange); CallOptions::algorithm must be empty");
+  if (o.compression && o.compression->lossy()) c.fail("compression applies to allreduce only");
+  auto span_of = [&](const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs,
+                     const char* name) {
+    std::size_t end = 0;
+    for (std::size_t j = 0; j < counts.size(); ++j) {
+      if (displs[j] > std::numeric_limits<std::size_t>::max() - counts[j])
+        c.fail(std::string(name) + " block " + std::to_string(j) + " ends past the largest count");
+      if (counts[j]) end = std::max(end, c.bytes(displs[j] + counts[j], dt));
+    }
+    return end;
+  };
+  const std::size_t sb = span_of(splits->send_counts, splits->send_displs, "send");
+  const std::size_t rb = span_of(splits->recv_counts, splits->recv_displs, "recv");
+  c.buffer(send, sb, "send", dt);
+  c.buffer(recv, rb, "recv", dt);
+  std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (displ, j) of recv
+  for (std::size_t j = 0; j < splits->recv_counts.size(); ++j)
+    if (splits->recv_counts[j]) blocks.emplace_back(splits->recv_displs[j], j);
+  std::sort(blocks.begin(), blocks.end());
+  for (std::size_t i = 1; i < blocks.size(); ++i) {
+    const auto [d, j] = blocks[i - 1];
+    if (d + splits->recv_counts[j] > blocks[i].first)
+      c.fail("recv blocks of ranks " + std::to_string(j) + " and " + std::to_string(blocks[i].second) + " overlap");
+  }
+  collectives::CollArgs args{CollectiveKind::alltoall, send, recv, count, dt, ReduceOp::sum, 0, std::nullopt, nullptr};
+  args.splits = std::move(splits);
+  return impl.collective(args, o);
+}
+
 }  // namespace
 
 Communicator::Communicator(std::unique_ptr<CommImpl> impl) : impl_(std::move(impl)) {}
@@ -115,6 +150,17 @@ Communicator::Communicator(const UniqueId& id, int rank, int size, const CommOpt
   s.root = parsed.root;
   s.key_prefix = parsed.nonce + "/";
   s.serve_root = false;  // the process that created the id serves the store
+  s.options = opts;
+  impl_ = std::make_unique<CommImpl>(s);
+}
+
+Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, const CommOptions& opts) {
+  if (!store) throw InvalidArgument("communicator creation on rank " + std::to_string(rank) + ": store is null");
+  CommImpl::Setup s;
+  s.rank = rank;
+  s.size = size;
+  s.store = std::move(store);
+  s.key_prefix = "strata/";
   s.options = opts;
   impl_ = std::make_unique<CommImpl>(s);
 }
@@ -254,6 +300,43 @@ Work Communicator::barrier(const CallOptions& o) {
   const Checker c{"barrier", rank()};
   return impl_->collective({CollectiveKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::sum, 0,
                             std::nullopt, c.algorithm(o, CollectiveKind::barrier, DataType::u8, 0, shape_of(*impl_))}, o);
+}
+
+Work Communicator::alltoall(const void* send, void* recv, std::size_t count, DataType dt, const CallOptions& o) {
+  const Checker c{"alltoall", rank()};
+  c.dtype(dt);
+  const auto p = static_cast<std::size_t>(size());
+  c.bytes(count, dt, p);
+  auto splits = std::make_shared<collectives::Splits>();
+  splits->send_counts.assign(p, count);
+  splits->recv_counts.assign(p, count);
+  for (std::size_t j = 0; j < p; ++j) splits->send_displs.push_back(j * count);
+  splits->recv_displs = splits->send_displs;
+  return issue_alltoall(*impl_, c, o, send, recv, std::move(splits), count, dt);
+}
+
+Work Communicator::alltoallv(const void* send, std::span<const std::size_t> send_counts,
+                             std::span<const std::size_t> send_displs, void* recv,
+                             std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+                             DataType dt, const CallOptions& o) {
+  const Checker c{"alltoallv", rank()};
+  c.dtype(dt);
+  const auto p = static_cast<std::size_t>(size());
+  const std::pair<std::span<const std::size_t>, const char*> lists[] = {
+      {send_counts, "send_counts"}, {send_displs, "send_displs"}, {recv_counts, "recv_counts"}, {recv_displs, "recv_displs"}};
+  for (const auto& [l, name] : lists)
+    if (l.size() != p)
+      c.fail(std::string(name) + " has " + std::to_string(l.size()) + " entries for " + std::to_string(p) + " ranks");
+  const auto me = static_cast<std::size_t>(rank());
+  if (send_counts[me] != recv_counts[me])
+    c.fail("send_counts[" + std::to_string(me) + "] = " + std::to_string(send_counts[me]) + " but recv_counts[" +
+           std::to_string(me) + "] = " + std::to_string(recv_counts[me]) + " (this rank's block to itself)");
+  auto splits = std::make_shared<collectives::Splits>();
+  splits->send_counts.assign(send_counts.begin(), send_counts.end());
+  splits->send_displs.assign(send_displs.begin(), send_displs.end());
+  splits->recv_counts.assign(recv_counts.begin(), recv_counts.end());
+  splits->recv_displs.assign(recv_displs.begin(), recv_displs.end());
+  return issue_alltoall(*impl_, c, o, send, recv, std::move(splits), detail::Fingerprint::kUnevenSplits, dt);
 }
 
 Work Communicator::send(const void* buf, std::size_t count, DataType dt, int peer,

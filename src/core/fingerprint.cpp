@@ -7,6 +7,8 @@ std::string Fingerprint::describe() const {
   switch (kind) {
     case CollectiveKind::barrier:
       return s;
+    case CollectiveKind::alltoall:
+      return s + " (" + to_string(dtype) + (count == kUnevenSplits ? ", uneven splits)" : " x " + std::to_string(count) + " per rank)");
     case CollectiveKind::allgather:
       return s + " (" + to_string(dtype) + " x " + std::to_string(count) + ")";
     case CollectiveKind::broadcast:

@@ -11,6 +11,9 @@
 namespace strata::detail {
 
 struct Fingerprint {
+  // count of an alltoallv: the splits differ by rank, so only the receives can check them.
+  static constexpr std::uint64_t kUnevenSplits = ~std::uint64_t{0};
+
   std::uint64_t seq = 0;
   std::uint64_t count = 0;
   std::int32_t root = -1;

@@ -29,8 +29,8 @@ constexpr std::array<DtypeInfo, kNumDataTypes> kDtypes{{
 
 constexpr std::array<const char*, kNumReduceOps> kOps{"sum", "prod", "min", "max", "avg"};
 
-constexpr std::array<const char*, 8> kCollectives{
-    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "barrier", "send", "recv"};
+constexpr std::array<const char*, 9> kCollectives{
+    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "barrier", "send", "recv", "alltoall"};
 
 // Enumerators can arrive from the C ABI as arbitrary integers; never index blindly.
 const DtypeInfo* info(DataType t) {
