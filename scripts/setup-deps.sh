@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libboost-dev libboost-system-dev libprotobuf-dev
       protobuf-compiler libucx-dev ucx-utils libgtest-dev libgmock-dev libbenchmark-dev
       libcli11-dev libssl-dev libgloo-dev openmpi-bin libopenmpi-dev iperf3 iproute2 python3
-      clang libclang-rt-dev)  # clang: the sanitizer builds and libFuzzer (scripts/test.sh)
+      clang libclang-rt-dev  # clang: the sanitizer builds and libFuzzer (scripts/test.sh)
+      python3-venv)          # the Python environment of the PyTorch backend (scripts/python-env.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,74 @@
+// torch.distributed backend "strata": every c10d collective maps onto a strata
+// communicator (hierarchical plans, the WAN link, compression), one per process group.
+// Tensors on CPU are used in place; CUDA tensors are staged through pinned host memory
+// (staging.hpp). Calls are checked and issued on the caller's thread in program order;
+// a CompletionThread completes the torch Works and their futures.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "strata/strata.hpp"
+#include "work.hpp"
+
+namespace strata::torch_backend {
+
+class StrataBackend : public c10d::Backend {
+ public:
+  StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
+  ~StrataBackend() override;
+
+  const std::string getBackendName() const override { return "strata"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+
+  void abort() override;
+  void shutdown() override;
+
+  // The compressed allreduce of a DDP gradient bucket (spec as Compression::parse reads
+  // it; "none" is exact), averaged over the group, error feedback under key.
+  c10::intrusive_ptr<c10d::Work> allreduce_compressed(at::Tensor& tensor, const std::string& spec,
+                                                      const std::string& key);
+  std::vector<std::byte> save_residuals();
+  void reset_residuals(const std::string& key);
+  void restore_residuals(std::span<const std::byte> saved);
+  Communicator& communicator() { return comm_; }
+
+ private:
+  c10::intrusive_ptr<StrataWork> start(c10d::OpType op, const std::vector<at::Tensor>& outputs, c10::Device device);
+  c10::intrusive_ptr<c10d::Work> submit(c10::intrusive_ptr<StrataWork> w);
+  // alltoallv over host tensors, counts in elements, blocks in rank order.
+  c10::intrusive_ptr<c10d::Work> all_to_all(const at::Tensor& send, const at::Tensor& recv,
+                                            std::vector<std::size_t> send_counts, std::vector<std::size_t> recv_counts,
+                                            c10::intrusive_ptr<StrataWork> w, std::chrono::milliseconds timeout);
+
+  Communicator comm_;
+  CompletionThread completions_;  // after comm_: stopped (drained) before it
+};
+
+}  // namespace strata::torch_backend

@@ -1,0 +1,55 @@
+// strata._C: the backend class torch.distributed instantiates for "strata", and what the
+// DDP comm hook needs beyond c10d (compressed allreduce, residual snapshots).
+#include <torch/csrc/utils/pybind.h>
+
+#include "backend.hpp"
+
+namespace py = pybind11;
+using strata::torch_backend::StrataBackend;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "strata's torch.distributed backend";
+  py::module_::import("torch.distributed");  // registers c10d's Backend, Store and Work types
+  py::class_<StrataBackend, c10d::Backend, c10::intrusive_ptr<StrataBackend>>(m, "StrataBackend")
+      .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s) {
+             return c10::make_intrusive<StrataBackend>(
+                 store, rank, size, std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)));
+           }),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_s"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("allreduce_compressed", &StrataBackend::allreduce_compressed, py::arg("tensor"), py::arg("spec"),
+           py::arg("key"), py::call_guard<py::gil_scoped_release>())
+      .def("save_residuals",
+           [](StrataBackend& b) {
+             std::vector<std::byte> v;
+             {
+               py::gil_scoped_release nogil;
+               v = b.save_residuals();
+             }
+             return py::bytes(reinterpret_cast<const char*>(v.data()), v.size());
+           })
+      .def("restore_residuals",
+           [](StrataBackend& b, const py::bytes& saved) {
+             const std::string s = saved;
+             py::gil_scoped_release nogil;
+             try {
+               b.restore_residuals(std::as_bytes(std::span(s.data(), s.size())));
+             } catch (const strata::InvalidArgument& e) {
+               TORCH_CHECK_VALUE(false, "strata: ", e.what());
+             }
+           })
+      .def("reset_residuals", [](StrataBackend& b, const std::string& key) { b.reset_residuals(key); },
+           py::arg("key") = "", py::call_guard<py::gil_scoped_release>())
+      .def("locality",
+           [](StrataBackend& b, int rank) {
+             const auto& l = b.communicator().locality(rank);
+             return py::dict(py::arg("region") = l.region, py::arg("cluster") = l.cluster, py::arg("rack") = l.rack,
+                             py::arg("host") = l.host, py::arg("local_rank") = l.local_rank);
+           })
+      .def_property_readonly("transport", [](StrataBackend& b) { return strata::to_string(b.communicator().transport()); })
+      .def("traffic", [](StrataBackend& b) {
+        const auto t = b.communicator().traffic();
+        return py::dict(py::arg("wan_bytes_sent") = t.wan_bytes_sent, py::arg("wan_wire_bytes_sent") = t.wan_wire_bytes_sent,
+                        py::arg("wan_bytes_received") = t.wan_bytes_received, py::arg("wan_bytes_resent") = t.wan_bytes_resent);
+      });
+}

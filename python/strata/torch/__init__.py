@@ -1,0 +1,35 @@
+"""torch.distributed backend ``"strata"`` and a compressing DDP comm hook.
+
+    import strata.torch                       # registers the backend
+    dist.init_process_group("strata")         # torchrun, tcp://, file://, env://
+    model = DDP(model)
+    state = strata.torch.CompressionState("topk:0.01+int8")
+    model.register_comm_hook(state, strata.torch.compress_hook)
+
+Locality (``STRATA_REGION``, ``STRATA_CLUSTER``, ...) and every other ``STRATA_*``
+setting apply as they do to the C++ API; the rendezvous is torch's store.
+"""
+import torch
+import torch.distributed as dist
+
+from strata import _C
+from strata.torch._hook import CompressionState, compress_hook
+from strata.torch._backend import backend_of
+
+__all__ = ["CompressionState", "compress_hook", "backend_of", "StrataBackend"]
+
+StrataBackend = _C.StrataBackend
+
+
+def _create(store, rank, world_size, timeout):
+    return _C.StrataBackend(store, rank, world_size, timeout.total_seconds())
+
+
+def _register():
+    if "strata" in dist.Backend.backend_list:
+        return
+    devices = ["cpu", "cuda"] if torch.backends.cuda.is_built() else ["cpu"]
+    dist.Backend.register_backend("strata", _create, devices=devices)
+
+
+_register()

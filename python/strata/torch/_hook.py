@@ -1,0 +1,67 @@
+"""A DDP comm hook running strata's compressed allreduce on each gradient bucket."""
+import torch
+import torch.distributed as dist
+
+from strata.torch._backend import backend_of
+
+
+class CompressionState:
+    """What the hook needs across steps.
+
+    spec: strata's compression ("topk:0.01+int8", "int8", "fp16", ... or "none" for the
+    exact allreduce). Only the shard that crosses regions is compressed; error feedback
+    keeps what was not sent per bucket and adds it to the next step, so the sum of what
+    is delivered converges to the sum of the gradients.
+
+    The residuals live in the communicator; ``state_dict()`` snapshots them with a
+    checkpoint and ``load_state_dict()`` puts them back (same world and layout).
+    """
+
+    def __init__(self, spec="topk:0.01+int8", group=None):
+        self.spec = spec
+        self.group = group
+        self.steps = 0
+
+    def _backend(self, device):
+        return backend_of(self.group, "cuda" if device.type == "cuda" else "cpu")
+
+    def state_dict(self):
+        return {"spec": self.spec, "steps": self.steps,
+                "residuals": self._backend(torch.device("cpu")).save_residuals()}
+
+    def load_state_dict(self, sd):
+        if sd["spec"] != self.spec:
+            raise ValueError(f"checkpoint was taken with compression {sd['spec']!r}, this state uses {self.spec!r}")
+        self.steps = sd["steps"]
+        self._backend(torch.device("cpu")).restore_residuals(sd["residuals"])
+
+    # torch.save(state) and DDP's hook-state pickling take the same path.
+    def __getstate__(self):
+        return self.state_dict() | {"group": None}
+
+    def __setstate__(self, sd):
+        self.spec, self.steps, self.group = sd["spec"], sd["steps"], None
+        self._pending = sd["residuals"]
+
+
+def compress_hook(state: CompressionState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """Averages the bucket over the group with strata's (compressed) allreduce."""
+    pending = state.__dict__.pop("_pending", None)
+    if pending is not None:  # restored by unpickling: the communicator exists by now
+        state._backend(bucket.buffer().device).restore_residuals(pending)
+    if bucket.is_last():
+        state.steps += 1
+    tensor = bucket.buffer()
+    backend = state._backend(tensor.device)
+    # Exact where compression cannot apply (strata compresses f32). Residuals are kept
+    # per bucket; DDP rebuilds its buckets after the first step, and a bucket whose
+    # layout changed starts afresh instead of adding another layout's residual.
+    spec = state.spec if tensor.dtype == torch.float32 else "none"
+    key = f"ddp.bucket{bucket.index()}:{tensor.numel()}"
+    keys = state.__dict__.setdefault("_keys", {})
+    old = keys.get(bucket.index())
+    if old is not None and old != key:
+        backend.reset_residuals(old)
+    keys[bucket.index()] = key
+    work = backend.allreduce_compressed(tensor, spec, key)
+    return work.get_future().then(lambda fut: fut.value()[0])
