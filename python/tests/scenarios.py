@@ -1,0 +1,339 @@
+"""What each rank process runs for the tests: python scenarios.py NAME RANK WORLD INIT TMPDIR [ARGS].
+
+Inputs are drawn from seeds every rank knows, so each rank computes the reference of a
+collective from all ranks' inputs by itself. A failed check raises (exit code 1)."""
+import datetime
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import strata.torch  # noqa: F401  registers "strata"
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int8,
+          torch.uint8]
+OPS = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.AVG: "avg", dist.ReduceOp.MIN: "min", dist.ReduceOp.MAX: "max",
+       dist.ReduceOp.PRODUCT: "prod"}
+
+
+def init(backend="strata", timeout_s=60, **kw):
+    _, _, rank, world, method, _ = sys.argv[:6]
+    dist.init_process_group(backend, init_method=method, rank=int(rank), world_size=int(world),
+                            timeout=datetime.timedelta(seconds=timeout_s), **kw)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def data(seed, n, dtype, small=False):
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return torch.randn(n, generator=g, dtype=torch.float64).to(dtype)
+    lo, hi = (1, 3) if small else (0, 10)  # products of small values stay in range
+    if dtype == torch.int8 and not small:
+        lo, hi = -10, 10
+    return torch.randint(lo, hi, (n,), generator=g, dtype=torch.int64).to(dtype)
+
+
+def reduce_ref(tensors, op):
+    x = torch.stack([t.to(torch.float64) if t.dtype.is_floating_point else t.to(torch.int64) for t in tensors])
+    if op == "sum":
+        r = x.sum(0)
+    elif op == "avg":
+        r = x.mean(0)
+    elif op == "min":
+        r = x.min(0).values
+    elif op == "max":
+        r = x.max(0).values
+    else:
+        r = x.prod(0)
+    return r.to(tensors[0].dtype)
+
+
+def close(got, want, what):
+    if want.dtype.is_floating_point:
+        tol = {torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(want.dtype, 1e-5)
+        ok = torch.allclose(got.to(torch.float64), want.to(torch.float64), rtol=tol, atol=tol)
+    else:
+        ok = torch.equal(got, want)
+    if not ok:
+        raise AssertionError(f"{what}: got {got[:8].tolist()}... want {want[:8].tolist()}...")
+
+
+def sizes(world):
+    return [0, 1, 7, 1000 + world]
+
+
+def check_allreduce(rank, world, group=None, members=None):
+    members = members or list(range(world))
+    seed = 0
+    for dtype in DTYPES:
+        for op, name in OPS.items():
+            if name == "avg" and not dtype.is_floating_point:
+                continue
+            for n in sizes(world):
+                seed += 1
+                ins = [data(seed * 100 + r, n, dtype, small=(name == "prod")) for r in members]
+                t = ins[members.index(rank)].clone()
+                dist.all_reduce(t, op=op, group=group)
+                close(t, reduce_ref(ins, name), f"all_reduce {dtype} {name} n={n}")
+    # A non-contiguous tensor is reduced in place through a contiguous copy.
+    base = data(7, 6 * 5, torch.float32).view(6, 5)
+    t = base.clone().t()
+    dist.all_reduce(t, group=group)
+    close(t, base.t() * len(members), "all_reduce of a transposed tensor")
+    # async_op: the future's value is the reduced tensor.
+    t = torch.ones(3)
+    w = dist.all_reduce(t, async_op=True, group=group)
+    v = w.get_future().wait()[0]
+    close(v, torch.full((3,), float(len(members))), "all_reduce future value")
+    if not w.is_completed():
+        raise AssertionError("work not completed after its future")
+
+
+def check_rooted(rank, world):
+    for root in sorted({0, world - 1}):
+        for n in sizes(world):
+            src = data(500 + root + n, n, torch.float32)
+            t = src.clone() if rank == root else torch.zeros(n)
+            dist.broadcast(t, src=root)
+            close(t, src, f"broadcast root {root} n={n}")
+            ins = [data(600 + r + n, n, torch.int64) for r in range(world)]
+            t = ins[rank].clone()
+            dist.reduce(t, dst=root, op=dist.ReduceOp.SUM)
+            if rank == root:
+                close(t, reduce_ref(ins, "sum"), f"reduce root {root} n={n}")
+            # gather and scatter
+            g = [torch.empty(n) for _ in range(world)] if rank == root else None
+            dist.gather(data(700 + rank + n, n, torch.float32), gather_list=g, dst=root)
+            if rank == root:
+                for r in range(world):
+                    close(g[r], data(700 + r + n, n, torch.float32), f"gather from {r} n={n}")
+            out = torch.empty(n)
+            sl = [data(800 + r + n, n, torch.float32) for r in range(world)] if rank == root else None
+            dist.scatter(out, scatter_list=sl, src=root)
+            close(out, data(800 + rank + n, n, torch.float32), f"scatter to {rank} n={n}")
+
+
+def check_gathers(rank, world):
+    for dtype in (torch.float32, torch.int32, torch.bfloat16):
+        for n in sizes(world):
+            mine = data(900 + rank + n, n, dtype)
+            want = [data(900 + r + n, n, dtype) for r in range(world)]
+            outs = [torch.empty(n, dtype=dtype) for _ in range(world)]
+            dist.all_gather(outs, mine)
+            for r in range(world):
+                close(outs[r], want[r], f"all_gather {dtype} from {r} n={n}")
+            flat = torch.empty(world * n, dtype=dtype)
+            dist.all_gather_into_tensor(flat, mine)  # out of place
+            close(flat, torch.cat(want), f"all_gather_into_tensor {dtype} n={n}")
+            flat = torch.zeros(world * n, dtype=dtype)
+            flat[rank * n:(rank + 1) * n] = mine
+            dist.all_gather_into_tensor(flat, flat[rank * n:(rank + 1) * n])  # in place
+            close(flat, torch.cat(want), f"all_gather_into_tensor in place {dtype} n={n}")
+            # reduce_scatter: rank r's input block j goes to rank j.
+            ins = [[data(1000 + r * 31 + j + n, n, dtype) for j in range(world)] for r in range(world)]
+            out = torch.empty(n, dtype=dtype)
+            dist.reduce_scatter(out, ins[rank])
+            close(out, reduce_ref([ins[r][rank] for r in range(world)], "sum"), f"reduce_scatter {dtype} n={n}")
+            out = torch.empty(n, dtype=dtype)
+            dist.reduce_scatter_tensor(out, torch.cat(ins[rank]))
+            close(out, reduce_ref([ins[r][rank] for r in range(world)], "sum"), f"reduce_scatter_tensor {dtype} n={n}")
+
+
+def check_alltoall(rank, world):
+    for n in (0, 1, 5):
+        # Equal splits over rows of 3 columns.
+        inp = torch.stack([data(1100 + rank * 17 + j + n, 3 * n, torch.float32) for j in range(world)])
+        out = torch.empty_like(inp)
+        dist.all_to_all_single(out.view(-1), inp.view(-1))
+        for j in range(world):
+            close(out[j], data(1100 + j * 17 + rank + n, 3 * n, torch.float32), f"all_to_all_single from {j} n={n}")
+    # Uneven: rank i sends (i + j) % 3 + n rows to rank j.
+    for n in (0, 2):
+        split = lambda i, j: (i + j) % 3 + n  # noqa: E731
+        ins = [data(1200 + rank * 13 + j, split(rank, j) * 4, torch.int64).view(-1, 4) for j in range(world)]
+        inp = torch.cat(ins)
+        out = torch.empty(sum(split(j, rank) for j in range(world)), 4, dtype=torch.int64)
+        dist.all_to_all_single(out, inp, output_split_sizes=[split(j, rank) for j in range(world)],
+                               input_split_sizes=[split(rank, j) for j in range(world)])
+        want = torch.cat([data(1200 + j * 13 + rank, split(j, rank) * 4, torch.int64).view(-1, 4) for j in range(world)])
+        close(out, want, f"all_to_all_single uneven n={n}")
+        outs = [torch.empty(split(j, rank), 4, dtype=torch.int64) for j in range(world)]
+        dist.all_to_all(outs, ins)
+        close(torch.cat(outs), want, f"all_to_all list n={n}")
+
+
+def check_p2p(rank, world):
+    if world == 1:
+        return
+    for n in (0, 1, 1001):
+        nxt, prv = (rank + 1) % world, (rank - 1) % world
+        s = dist.isend(data(1300 + rank + n, n, torch.float32), nxt)
+        t = torch.empty(n)
+        dist.recv(t, prv)
+        s.wait()
+        close(t, data(1300 + prv + n, n, torch.float32), f"send/recv n={n}")
+
+
+def collectives():
+    rank, world = init()
+    check_allreduce(rank, world)
+    check_rooted(rank, world)
+    check_gathers(rank, world)
+    check_alltoall(rank, world)
+    check_p2p(rank, world)
+    dist.barrier()
+    # A subgroup is its own communicator: the even ranks, then every rank but 0.
+    for members in ([r for r in range(world) if r % 2 == 0], list(range(1, world))):
+        if not members:
+            continue
+        g = dist.new_group(members)
+        if rank in members:
+            check_allreduce(rank, world, group=g, members=members)
+    dist.barrier()
+    dist.destroy_process_group()
+    print("collectives ok")
+
+
+def collectives_cuda():
+    rank, world = init()
+    dev = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    for n in sizes(world):
+        ins = [data(1400 + r + n, n, torch.float32) for r in range(world)]
+        t = ins[rank].to(dev) * 1  # produced by a kernel on the current stream
+        dist.all_reduce(t)
+        close(t.cpu(), reduce_ref(ins, "sum"), f"cuda all_reduce n={n}")
+        flat = torch.empty(world * n, device=dev)
+        dist.all_gather_into_tensor(flat, ins[rank].to(dev))
+        close(flat.cpu(), torch.cat(ins), f"cuda all_gather_into_tensor n={n}")
+        t = ins[rank].to(dev)
+        w = dist.all_reduce(t, async_op=True)
+        v = w.get_future().wait()[0]
+        close(v.cpu(), reduce_ref(ins, "sum"), f"cuda all_reduce future n={n}")
+    dist.destroy_process_group()
+    print("cuda collectives ok")
+
+
+def mismatch():
+    rank, world = init(timeout_s=30)
+    t = torch.ones(1000)
+    start = time.monotonic()
+    try:
+        if rank == 0:
+            dist.all_reduce(t)
+        else:
+            dist.broadcast(t, src=0)
+    except Exception as e:  # noqa: BLE001
+        print(f"raised {type(e).__name__} after {time.monotonic() - start:.2f} s: {e}")
+        os._exit(0)
+    raise AssertionError("a mismatched collective did not raise")
+
+
+def killed():
+    rank, world = init(timeout_s=60)
+    t = torch.ones(100_000)
+    for step in range(1000):
+        if rank == world - 1 and step == 5:
+            os.kill(os.getpid(), signal.SIGKILL)
+        start = time.monotonic()
+        try:
+            dist.all_reduce(t)
+            t.fill_(1)
+        except Exception as e:  # noqa: BLE001
+            print(f"step {step}: raised {type(e).__name__} after {time.monotonic() - start:.2f} s: {e}")
+            os._exit(0)
+    raise AssertionError("no error after a rank was killed")
+
+
+def group_timeout():
+    rank, world = init(timeout_s=3)
+    if rank == 1:
+        time.sleep(12)  # never joins the allreduce in time
+        os._exit(0)
+    start = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(10))
+    except Exception as e:  # noqa: BLE001
+        print(f"raised {type(e).__name__} after {time.monotonic() - start:.2f} s: {e}")
+        os._exit(0)
+    raise AssertionError("allreduce with an absent peer did not time out")
+
+
+def init_methods():
+    """Run with init file://, tcp:// or env://; or under torchrun (init 'torchrun')."""
+    method = sys.argv[4]
+    if method == "torchrun":
+        dist.init_process_group("strata")
+    else:
+        init()
+    t = torch.full((4,), float(dist.get_rank() + 1))
+    dist.all_reduce(t)
+    w = dist.get_world_size()
+    close(t, torch.full((4,), w * (w + 1) / 2), "all_reduce")
+    dist.destroy_process_group()
+    print("init ok")
+
+
+def hook_state():
+    """The compression state's residuals survive a checkpoint round trip."""
+    import io
+
+    import strata.torch as st
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank, world = init()
+    torch.manual_seed(0)
+    net = DDP(torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)))
+    state = st.CompressionState("topk:0.05+int8")
+    net.register_comm_hook(state, st.compress_hook)
+    g = torch.Generator().manual_seed(rank)
+    for _ in range(5):
+        net(torch.randn(8, 16, generator=g)).square().sum().backward()
+    sd = state.state_dict()
+    if not sd["residuals"] or sd["steps"] != 5:
+        raise AssertionError(f"state after 5 steps: {len(sd['residuals'])} bytes, {sd['steps']} steps")
+    buf = io.BytesIO()
+    torch.save(sd, buf)  # what a checkpoint does
+    st.backend_of().reset_residuals()
+    if st.backend_of().save_residuals() == sd["residuals"]:
+        raise AssertionError("reset_residuals changed nothing")
+    fresh = st.CompressionState("topk:0.05+int8")
+    fresh.load_state_dict(torch.load(io.BytesIO(buf.getvalue())))
+    if st.backend_of().save_residuals() != sd["residuals"] or fresh.steps != 5:
+        raise AssertionError("restored residuals differ from the saved ones")
+    try:
+        st.CompressionState("int8").load_state_dict(sd)
+        raise AssertionError("a checkpoint of another compression was accepted")
+    except ValueError as e:
+        print("refused as expected:", e)
+    try:
+        fresh.load_state_dict(sd | {"residuals": b"not a snapshot"})
+        raise AssertionError("garbage residuals were accepted")
+    except ValueError as e:
+        print("refused as expected:", e)
+    # Pickling the state object (torch.save(state)) takes the same path.
+    clone = torch.load(io.BytesIO(_saved(state)), weights_only=False)
+    net.register_comm_hook  # noqa: B018  (a new DDP would take the clone)
+    if clone.spec != state.spec or clone.steps != state.steps:
+        raise AssertionError("unpickled state differs")
+    dist.destroy_process_group()
+    print("hook state ok")
+
+
+def _saved(obj):
+    import io
+    b = io.BytesIO()
+    torch.save(obj, b)
+    return b.getvalue()
+
+
+SCENARIOS = {f.__name__: f for f in (collectives, collectives_cuda, mismatch, killed, group_timeout, init_methods,
+                                      hook_state)}
+
+if __name__ == "__main__":
+    if sys.argv[1] == "torchrun":  # torchrun passes no rank arguments
+        sys.argv = [sys.argv[0], "init_methods", "0", "0", "torchrun", ""]
+    SCENARIOS[sys.argv[1]]()
