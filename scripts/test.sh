@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Builds strata and runs every test, in the stages CI runs (each prints its time):
 #   main  the release build with warnings as errors: unit, multiprocess and plugin tests,
-#         and every fuzz target replaying its seed corpus and regression inputs
+#         every fuzz target replaying its seed corpus and regression inputs, and the
+#         PyTorch backend's pytest suites (in the .venv scripts/python-env.sh makes)
 #   asan  a clang build under AddressSanitizer and UndefinedBehaviorSanitizer: the unit
 #         and multiprocess suites
 #   fuzz  every libFuzzer target of that build, STRATA_FUZZ_SECONDS (20) each
 #   tsan  a clang build under ThreadSanitizer: the tests of the threaded core (label engine)
 # STRATA_TEST_STAGES picks stages (default main,asan,fuzz,tsan). Arguments go to the main
-# stage's ctest. Installs missing Debian packages first. CI runs exactly this.
+# stage's ctest. Installs missing Debian packages and the Python environment first. CI
+# runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
+scripts/python-env.sh
 stages=",${STRATA_TEST_STAGES:-main,asan,fuzz,tsan},"
 has() { [[ $stages == *",$1,"* ]]; }
 stage_start=0
