@@ -175,6 +175,11 @@ def check_p2p(rank, world):
         dist.recv(t, prv)
         s.wait()
         close(t, data(1300 + prv + n, n, torch.float32), f"send/recv n={n}")
+        t = torch.empty(n)
+        ops = [dist.P2POp(dist.isend, data(1350 + rank + n, n, torch.float32), nxt), dist.P2POp(dist.irecv, t, prv)]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        close(t, data(1350 + prv + n, n, torch.float32), f"batch_isend_irecv n={n}")
 
 
 def collectives():
@@ -262,6 +267,25 @@ def group_timeout():
     raise AssertionError("allreduce with an absent peer did not time out")
 
 
+def call_timeout():
+    """A call's own timeout (c10d options) wins over the group's 60 s."""
+    import strata.torch as st
+
+    rank, world = init(timeout_s=60)
+    if rank == 1:
+        time.sleep(10)
+        os._exit(0)
+    opts = dist.AllreduceOptions()
+    opts.timeout = datetime.timedelta(seconds=2)
+    start = time.monotonic()
+    try:
+        st.backend_of().allreduce([torch.ones(10)], opts).wait()
+    except Exception as e:  # noqa: BLE001
+        print(f"raised {type(e).__name__} after {time.monotonic() - start:.2f} s: {e}")
+        os._exit(0)
+    raise AssertionError("allreduce with an absent peer did not time out")
+
+
 def init_methods():
     """Run with init file://, tcp:// or env://; or under torchrun (init 'torchrun')."""
     method = sys.argv[4]
@@ -330,7 +354,8 @@ def _saved(obj):
     return b.getvalue()
 
 
-SCENARIOS = {f.__name__: f for f in (collectives, collectives_cuda, mismatch, killed, group_timeout, init_methods,
+SCENARIOS = {f.__name__: f for f in (collectives, collectives_cuda, mismatch, killed, group_timeout, call_timeout,
+                                      init_methods,
                                       hook_state)}
 
 if __name__ == "__main__":

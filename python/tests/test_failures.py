@@ -39,3 +39,12 @@ def test_group_timeout_is_honoured(run_ranks):
     assert kind == "DistBackendError", msg
     assert 2.5 < seconds < 10, f"timed out after {seconds} s with a 3 s group timeout: {msg}"
     assert "timed out" in msg, msg
+
+
+def test_call_timeout_is_honoured(run_ranks):
+    r = run_ranks("call_timeout", 2, timeout=120)
+    assert r.results[0][0] == 0, r.output(0)
+    kind, seconds, msg = raised(r.output(0))
+    assert kind == "DistBackendError", msg
+    assert 1.5 < seconds < 8, f"timed out after {seconds} s with a 2 s call timeout: {msg}"
+    assert "timed out" in msg, msg
