@@ -74,6 +74,10 @@ Bench::Shape Bench::shape(const Case& c, std::uint64_t size_bytes) const {
       s.param = s.send = count / n;
       s.recv = s.param * n;
       break;
+    case Collective::alltoall:  // size is each rank's whole buffer, as in nccl-tests
+      s.param = count / n;
+      s.send = s.recv = s.param * n;
+      break;
     default:
       s.param = s.send = s.recv = count;
       break;
@@ -126,6 +130,9 @@ void Bench::issue(const Case& c, const Shape& s, const Buffers& b, std::vector<W
       pending.push_back(comm_.send(b.send, s.param, c.dtype, (me + 1) % n));
       break;
     }
+    case Collective::alltoall:
+      pending.push_back(comm_.alltoall(b.send, b.recv, s.param, c.dtype));
+      break;
   }
 }
 
@@ -148,6 +155,7 @@ void Bench::prepare(const Case& c, const Shape& s, bool in_place, const Pattern&
     case Collective::reduce:
     case Collective::sendrecv:
     case Collective::reduce_scatter:
+    case Collective::alltoall:
       fill(in_place ? recv : send, c.dtype, s.send, p, me, 0);
       if (!in_place) poison(recv, s.recv);
       break;
@@ -224,6 +232,12 @@ std::int64_t Bench::check_group(const Case& c, const Shape& s, bool in_place) {
       case Collective::sendrecv:
         e.kind = Expect::Kind::from_rank;
         e.rank = (me + n - 1) % n;
+        wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
+        break;
+      case Collective::alltoall:
+        e.kind = Expect::Kind::exchanged;
+        e.block = s.param;
+        e.first = static_cast<std::size_t>(me) * s.param;
         wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
         break;
     }

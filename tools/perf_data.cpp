@@ -158,6 +158,11 @@ std::int64_t count_wrong(const void* buf, DataType dt, std::size_t count, const 
           ok = in[i] == C::encode(p.value(static_cast<int>(i / b), i % b));
           break;
         }
+        case Expect::Kind::exchanged: {
+          const std::size_t b = std::max<std::size_t>(e.block, 1);
+          ok = in[i] == C::encode(p.value(static_cast<int>(i / b), e.first + i % b));
+          break;
+        }
       }
       wrong += ok ? 0 : 1;
     }

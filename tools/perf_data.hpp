@@ -54,6 +54,7 @@ struct Expect {
     reduced,    // p.combined(first + i) (divided by nranks for avg)
     from_rank,  // p.value(rank, first + i)
     gathered,   // p.value(i / block, i % block)
+    exchanged,  // p.value(i / block, first + i % block): block j came from rank j (alltoall)
   };
   Kind kind = Kind::reduced;
   std::size_t first = 0;

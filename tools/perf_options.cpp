@@ -22,6 +22,7 @@ constexpr CollectiveName kCollectiveNames[] = {
     {"all_gather", Collective::all_gather},       {"allgather", Collective::all_gather},
     {"broadcast", Collective::broadcast},         {"bcast", Collective::broadcast},
     {"reduce", Collective::reduce},               {"sendrecv", Collective::sendrecv},
+    {"alltoall", Collective::alltoall},           {"all_to_all", Collective::alltoall},
 };
 
 CLI::Validator size_validator() {
@@ -44,6 +45,7 @@ const char* collective_name(Collective c) {
     case Collective::broadcast: return "broadcast";
     case Collective::reduce: return "reduce";
     case Collective::sendrecv: return "sendrecv";
+    case Collective::alltoall: return "alltoall";
   }
   return "unknown";
 }
@@ -67,7 +69,8 @@ std::optional<CollectiveKind> collective_kind(Collective c) {
     case Collective::all_gather: return CollectiveKind::allgather;
     case Collective::broadcast: return CollectiveKind::broadcast;
     case Collective::reduce: return CollectiveKind::reduce;
-    case Collective::sendrecv: return std::nullopt;
+    case Collective::sendrecv:
+    case Collective::alltoall: return std::nullopt;  // no algorithm to choose
   }
   return std::nullopt;
 }
@@ -114,7 +117,7 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
       ->check(CLI::Range(0, 2))->capture_default_str();
   app.add_option("-r,--root", root, "Root rank of broadcast and reduce, or all")->capture_default_str();
   app.add_option("-t,--test,--collective", test,
-                 "all_reduce, reduce_scatter, all_gather, broadcast, reduce or sendrecv (ring neighbours)")
+                 "all_reduce, reduce_scatter, all_gather, broadcast, reduce, sendrecv (ring neighbours) or alltoall")
       ->capture_default_str();
   app.add_option("--ranks", ranks, "Start this many local ranks and run as one job")->check(CLI::Range(1, 4096));
   app.add_option("--regions", o.regions,
@@ -198,7 +201,8 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
     }
     if (!o.algo.empty()) {
       const auto kind = collective_kind(o.collective);
-      if (!kind) throw CLI::ValidationError("--algo", "sendrecv is point to point: it has no algorithm");
+      if (!kind)
+        throw CLI::ValidationError("--algo", std::string(collective_name(o.collective)) + " has no algorithm to choose");
       if (o.compress) throw CLI::ValidationError("--algo", "a compressed all_reduce has its own algorithm");
       if (o.algo != "all" && !collectives::find_algorithm(o.algo))
         throw CLI::ValidationError("--algo", "unknown algorithm '" + o.algo + "' (valid: " +

@@ -279,6 +279,23 @@ TEST(PerfData, GatheredAndFromRankExpectations) {
   EXPECT_GT(count_wrong(from.data(), DataType::i64, block, p, f), 0);
 }
 
+TEST(PerfData, ExchangedExpectationIsAlltoallsLayout) {
+  // Rank 1 of 3 after an alltoall: block j holds rank j's elements [block, 2 block).
+  const Pattern p(3, ReduceOp::sum, 1);
+  const std::size_t block = 11;
+  std::vector<float> recv(3 * block);
+  for (int j = 0; j < 3; ++j) fill(recv.data() + j * block, DataType::f32, block, p, j, block);
+  Expect e;
+  e.kind = Expect::Kind::exchanged;
+  e.block = block;
+  e.first = block;
+  EXPECT_EQ(count_wrong(recv.data(), DataType::f32, recv.size(), p, e), 0);
+  e.first = 0;  // what rank 0 would expect
+  EXPECT_GT(count_wrong(recv.data(), DataType::f32, recv.size(), p, e), 0);
+  EXPECT_EQ(parse_collective("all_to_all"), Collective::alltoall);
+  EXPECT_STREQ(collective_name(Collective::alltoall), "alltoall");
+}
+
 TEST(PerfData, TypeNamesAndExpansions) {
   EXPECT_STREQ(nccl_type_name(DataType::f32), "float");
   EXPECT_STREQ(nccl_type_name(DataType::bf16), "bfloat16");
