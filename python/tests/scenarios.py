@@ -311,7 +311,7 @@ def hook_state():
     rank, world = init()
     torch.manual_seed(0)
     net = DDP(torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)))
-    state = st.CompressionState("topk:0.05+int8")
+    state = st.CompressionState("topk:0.05+int8", momentum=0.9)
     net.register_comm_hook(state, st.compress_hook)
     g = torch.Generator().manual_seed(rank)
     for _ in range(5):
@@ -328,6 +328,9 @@ def hook_state():
     fresh.load_state_dict(torch.load(io.BytesIO(buf.getvalue())))
     if st.backend_of().save_residuals() != sd["residuals"] or fresh.steps != 5:
         raise AssertionError("restored residuals differ from the saved ones")
+    if fresh.momentum != 0.9 or not sd["velocity"] or any(
+            not torch.equal(fresh._velocity[k], v) for k, v in sd["velocity"].items()):
+        raise AssertionError("restored velocities differ from the saved ones")
     try:
         st.CompressionState("int8").load_state_dict(sd)
         raise AssertionError("a checkpoint of another compression was accepted")
@@ -340,9 +343,14 @@ def hook_state():
         print("refused as expected:", e)
     # Pickling the state object (torch.save(state)) takes the same path.
     clone = torch.load(io.BytesIO(_saved(state)), weights_only=False)
-    net.register_comm_hook  # noqa: B018  (a new DDP would take the clone)
-    if clone.spec != state.spec or clone.steps != state.steps:
+    if clone.spec != state.spec or clone.steps != state.steps or clone.momentum != 0.9 or clone._pending != sd["residuals"]:
         raise AssertionError("unpickled state differs")
+    # A fresh DDP taking the unpickled state trains on with it.
+    net2 = DDP(torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)))
+    net2.register_comm_hook(clone, st.compress_hook)
+    net2(torch.randn(8, 16, generator=g)).square().sum().backward()
+    if clone.steps != 6 or "_pending" in clone.__dict__:
+        raise AssertionError("the unpickled state did not resume")
     dist.destroy_process_group()
     print("hook state ok")
 

@@ -21,8 +21,9 @@ class CompressionState:
     warmup_steps: steps that run exact before compression starts (DGC's warm-up: the
     first steps move the weights most, and compressing them costs the most accuracy).
 
-    The residuals live in the communicator; ``state_dict()`` snapshots them with a
-    checkpoint and ``load_state_dict()`` puts them back (same world and layout).
+    The residuals live in the communicator; ``state_dict()`` snapshots them (and the
+    velocities, which are optimizer state) with a checkpoint and ``load_state_dict()``
+    puts them back (same world and layout).
     """
 
     def __init__(self, spec="topk:0.01+int8", group=None, warmup_steps=0, momentum=0.0):
@@ -38,21 +39,27 @@ class CompressionState:
 
     def state_dict(self):
         return {"spec": self.spec, "steps": self.steps, "warmup_steps": self.warmup_steps,
+                "momentum": self.momentum, "velocity": {k: v.detach().cpu() for k, v in self._velocity.items()},
                 "residuals": self._backend(torch.device("cpu")).save_residuals()}
 
     def load_state_dict(self, sd):
         if sd["spec"] != self.spec:
             raise ValueError(f"checkpoint was taken with compression {sd['spec']!r}, this state uses {self.spec!r}")
-        self.steps = sd["steps"]
         self._backend(torch.device("cpu")).restore_residuals(sd["residuals"])
+        self._load(sd)
 
-    # torch.save(state) and DDP's hook-state pickling take the same path.
+    def _load(self, sd):
+        self.steps, self.warmup_steps = sd["steps"], sd["warmup_steps"]
+        self.momentum, self._velocity = sd["momentum"], dict(sd["velocity"])
+
+    # torch.save(state) takes the same path; the residuals go back into the
+    # communicator at the hook's next call, when the process group exists.
     def __getstate__(self):
-        return self.state_dict() | {"group": None}
+        return self.state_dict()
 
     def __setstate__(self, sd):
-        self.spec, self.steps, self.group = sd["spec"], sd["steps"], None
-        self.warmup_steps = sd.get("warmup_steps", 0)
+        self.spec, self.group = sd["spec"], None
+        self._load(sd)
         self._pending = sd["residuals"]
 
 
@@ -73,11 +80,14 @@ def compress_hook(state: CompressionState, bucket: dist.GradBucket) -> torch.fut
     old = keys.get(bucket.index())
     if old is not None and old != key:
         backend.reset_residuals(old)
+        state._velocity.pop(old, None)
     keys[bucket.index()] = key
     if state.momentum:
         u = state._velocity.get(key)
         if u is None or u.shape != tensor.shape:
             u = state._velocity[key] = torch.zeros_like(tensor)
+        elif u.device != tensor.device:  # restored from a checkpoint
+            u = state._velocity[key] = u.to(tensor.device)
         u.mul_(state.momentum).add_(tensor)
         tensor.copy_(u)
     work = backend.allreduce_compressed(tensor, spec, key)
