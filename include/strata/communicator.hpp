@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/locality.hpp"
 #include "strata/options.hpp"
 #include "strata/store.hpp"
 #include "strata/types.hpp"
@@ -26,16 +27,6 @@ namespace strata {
 namespace detail {
 class CommImpl;
 }
-
-// Where a rank runs. Filled from STRATA_REGION / _CLUSTER / _RACK / _HOST at creation
-// and published to every rank; local_rank counts ranks with the same host before it.
-struct Locality {
-  std::string region;
-  std::string cluster;
-  std::string rack;
-  std::string host;
-  int local_rank = 0;
-};
 
 // Bytes this rank moved over the inter-region (WAN) link, cumulative since the
 // communicator was created (collectives and point to point alike, including the small

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "strata/communicator.hpp"
+#include "strata/locality.hpp"
 
 namespace strata::bootstrap {
 

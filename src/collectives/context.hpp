@@ -30,7 +30,7 @@ struct GroupShape {
 struct Group {
   std::vector<int> ranks;
   int me = 0;
-  // Transport ranks of the dedicated servers attached to this group (ps/server.hpp);
+  // Transport ranks of the dedicated servers attached to this group (ps/shard_server.hpp);
   // they are not members and run no algorithm, they answer param_server's pushes.
   std::vector<int> servers;
   int size() const { return static_cast<int>(ranks.size()); }

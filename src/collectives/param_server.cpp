@@ -1,5 +1,5 @@
 // Parameter server with dedicated server processes, the worker's side (the server's is
-// ps/server.cpp). Every worker sends each server that server's shard of its vector; the
+// ps/shard_server.cpp). Every worker sends each server that server's shard of its vector; the
 // server sums the shard over all workers and sends every worker the part it pulls.
 //
 // Against the ring, a worker's link carries the vector once each way instead of
@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "collectives/algorithms.hpp"
-#include "ps/protocol.hpp"
+#include "collectives/ps_protocol.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::collectives {

@@ -1,6 +1,6 @@
 // Every flat algorithm by name: what it can run and how to run it over one Group. The
-// default choice in dispatch.cpp and (later) the cost-model selector pick from this list;
-// CallOptions::algorithm names one of its entries directly.
+// threshold rule in dispatch.cpp and the cost-model selector (topology/selector.hpp)
+// pick from this list; CallOptions::algorithm names one of its entries directly.
 #pragma once
 
 #include <cstddef>

@@ -13,7 +13,7 @@
 #include "strata/errors.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "quant/compressed_allreduce.hpp"
-#include "ps/protocol.hpp"
+#include "collectives/ps_protocol.hpp"
 #include "collectives/alltoall.hpp"
 #include "collectives/registry.hpp"
 #include "quant/compression.hpp"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectives/context.hpp"
-#include "strata/communicator.hpp"
+#include "strata/locality.hpp"
 #include "topology/levels.hpp"
 
 namespace strata::hierarchy {

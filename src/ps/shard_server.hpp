@@ -1,5 +1,5 @@
 // A dedicated parameter server's work loop (the worker's side is
-// collectives/param_server.cpp, the conversation ps/protocol.hpp). It takes the workers'
+// collectives/param_server.cpp, the conversation collectives/ps_protocol.hpp). It takes the workers'
 // collectives one at a time, in the order they issue them: sums its shard over the
 // workers in worker order, so every worker receives the same bits, and sends each worker
 // the part of the shard it pulls while later chunks are still arriving.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ps/protocol.hpp"
+#include "collectives/ps_protocol.hpp"
 #include "strata/server.hpp"
 #include "transport/transport.hpp"
 

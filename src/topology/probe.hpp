@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bootstrap/store.hpp"
-#include "strata/communicator.hpp"
+#include "strata/locality.hpp"
 #include "topology/cost_model.hpp"
 #include "topology/topology_file.hpp"
 #include "transport/transport.hpp"

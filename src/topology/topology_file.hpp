@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/communicator.hpp"
+#include "strata/locality.hpp"
 
 namespace strata::topology {
 

@@ -35,7 +35,7 @@ inline Tag collective_tag(std::uint64_t seq, Channel ch) {
 
 inline Tag p2p_tag(std::uint64_t seq) { return (1ull << 39) | ((seq & kSeqMask) << 8); }
 
-// Streams between a worker and a dedicated parameter server (ps/protocol.hpp): the
+// Streams between a worker and a dedicated parameter server (collectives/ps_protocol.hpp): the
 // point-to-point space at its last sequence number. User send/recv never addresses a
 // server, so these cannot meet a user message; the reserved number keeps them apart
 // from the worker-to-worker p2p tags in traces as well.

@@ -1,4 +1,4 @@
-// A dedicated server's view of a worker's header (ps/protocol.hpp): any 32 bytes, for any
+// A dedicated server's view of a worker's header (collectives/ps_protocol.hpp): any 32 bytes, for any
 // number of workers and servers. A header the server accepts describes a layout whose
 // shards, chunks and pulls all lie inside the vector, and whose chunks tile each shard.
 #include <cstddef>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ps/protocol.hpp"
+#include "collectives/ps_protocol.hpp"
 
 using namespace strata::ps;
 

@@ -17,7 +17,7 @@
 #include "bootstrap.pb.h"
 #include "bootstrap/store_protocol.hpp"
 #include "handle.hpp"
-#include "ps/protocol.hpp"
+#include "collectives/ps_protocol.hpp"
 #include "quant/codec.hpp"
 #include "quant/error_feedback.hpp"
 #include "topology/probe.hpp"

@@ -1,4 +1,5 @@
-// What workers and dedicated parameter servers say to each other.
+// What workers and dedicated parameter servers say to each other. It sits with the
+// worker side (param_server.cpp) so that the servers (src/ps/) include it from below.
 //
 // Per collective, every worker sends every server one PushHeader and then its chunks of
 // that server's shard; the server answers every worker with one Reply and then the chunks

@@ -1,4 +1,4 @@
-#include "ps/protocol.hpp"
+#include "collectives/ps_protocol.hpp"
 
 #include <algorithm>
 #include <cstdint>
