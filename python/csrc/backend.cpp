@@ -116,6 +116,18 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10::intrusive_ptr<StrataWo
   return w;
 }
 
+c10::intrusive_ptr<c10d::Work> StrataBackend::one_tensor(c10d::OpType op, const at::Tensor& t, Staging staging,
+                                                         const std::function<strata::Work(const at::Tensor&)>& issue) {
+  auto w = start(op, {t}, t.device());
+  auto h = staging == Staging::in    ? w->stager->in(t)
+           : staging == Staging::out ? w->stager->out(t)
+                                     : w->stager->inout(t);
+  w->stager->ready();
+  w->keep = {h};
+  w->ops.push_back(issue(h));
+  return submit(w);
+}
+
 c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
   return guarded([&] {
@@ -123,12 +135,9 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce(std::vector<at::Tensor>&
     check_tensor(t, "allreduce", t.device());
     const auto dt = dtype_of(t, "allreduce");
     const auto op = op_of(opts.reduceOp, "allreduce");
-    auto w = start(c10d::OpType::ALLREDUCE, {t}, t.device());
-    auto h = w->stager->inout(t);
-    w->stager->ready();
-    w->keep = {h};
-    w->ops.push_back(comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, op, call(opts.timeout)));
-    return submit(w);
+    return one_tensor(c10d::OpType::ALLREDUCE, t, Staging::inout, [&](const at::Tensor& h) {
+      return comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, op, call(opts.timeout));
+    });
   });
 }
 
@@ -159,13 +168,10 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce_compressed(at::Tensor& t
     o.compression = Compression::parse(spec);
     o.compression->key = key;
     if (!o.compression->lossy()) o.compression.reset();  // exact: the plain allreduce
-    auto w = start(c10d::OpType::ALLREDUCE, {t}, t.device());
-    auto h = w->stager->inout(t);
-    w->stager->ready();
-    w->keep = {h};
-    w->ops.push_back(comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dtype_of(h, "allreduce_compressed"),
-                                     ReduceOp::avg, o));
-    return submit(w);
+    return one_tensor(c10d::OpType::ALLREDUCE, t, Staging::inout, [&](const at::Tensor& h) {
+      return comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dtype_of(h, "allreduce_compressed"),
+                             ReduceOp::avg, o);
+    });
   });
 }
 
@@ -188,12 +194,9 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::broadcast(std::vector<at::Tensor>&
     check_tensor(t, "broadcast", t.device());
     const auto dt = dtype_of(t, "broadcast");
     const int root = static_cast<int>(opts.rootRank);
-    auto w = start(c10d::OpType::BROADCAST, {t}, t.device());
-    auto h = rank_ == root ? w->stager->in(t) : w->stager->out(t);
-    w->stager->ready();
-    w->keep = {h};
-    w->ops.push_back(comm_.broadcast(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, root, call(opts.timeout)));
-    return submit(w);
+    return one_tensor(c10d::OpType::BROADCAST, t, rank_ == root ? Staging::in : Staging::out, [&](const at::Tensor& h) {
+      return comm_.broadcast(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, root, call(opts.timeout));
+    });
   });
 }
 
@@ -204,13 +207,10 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::reduce(std::vector<at::Tensor>& te
     const auto dt = dtype_of(t, "reduce");
     const auto op = op_of(opts.reduceOp, "reduce");
     const int root = static_cast<int>(opts.rootRank);
-    auto w = start(c10d::OpType::REDUCE, {t}, t.device());
-    auto h = rank_ == root ? w->stager->inout(t) : w->stager->in(t);
-    w->stager->ready();
-    w->keep = {h};
-    w->ops.push_back(comm_.reduce(h.data_ptr(), rank_ == root ? h.data_ptr() : nullptr, u(h.numel()), dt, op, root,
-                                  call(opts.timeout)));
-    return submit(w);
+    return one_tensor(c10d::OpType::REDUCE, t, rank_ == root ? Staging::inout : Staging::in, [&](const at::Tensor& h) {
+      return comm_.reduce(h.data_ptr(), rank_ == root ? h.data_ptr() : nullptr, u(h.numel()), dt, op, root,
+                          call(opts.timeout));
+    });
   });
 }
 
@@ -490,12 +490,9 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::send(std::vector<at::Tensor>& tens
   return guarded([&] {
     auto& t = single(tensors, "send");
     check_tensor(t, "send", t.device());
-    auto w = start(c10d::OpType::SEND, {t}, t.device());
-    auto h = w->stager->in(t);
-    w->stager->ready();
-    w->keep = {h};
-    w->ops.push_back(comm_.send(h.data_ptr(), u(h.numel()), dtype_of(t, "send"), dst));
-    return submit(w);
+    return one_tensor(c10d::OpType::SEND, t, Staging::in, [&](const at::Tensor& h) {
+      return comm_.send(h.data_ptr(), u(h.numel()), dtype_of(t, "send"), dst);
+    });
   });
 }
 
@@ -503,12 +500,9 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::recv(std::vector<at::Tensor>& tens
   return guarded([&] {
     auto& t = single(tensors, "recv");
     check_tensor(t, "recv", t.device());
-    auto w = start(c10d::OpType::RECV, {t}, t.device());
-    auto h = w->stager->out(t);
-    w->stager->ready();
-    w->keep = {h};
-    w->ops.push_back(comm_.recv(h.data_ptr(), u(h.numel()), dtype_of(t, "recv"), src));
-    return submit(w);
+    return one_tensor(c10d::OpType::RECV, t, Staging::out, [&](const at::Tensor& h) {
+      return comm_.recv(h.data_ptr(), u(h.numel()), dtype_of(t, "recv"), src);
+    });
   });
 }
 

@@ -62,6 +62,10 @@ class StrataBackend : public c10d::Backend {
  private:
   c10::intrusive_ptr<StrataWork> start(c10d::OpType op, const std::vector<at::Tensor>& outputs, c10::Device device);
   c10::intrusive_ptr<c10d::Work> submit(c10::intrusive_ptr<StrataWork> w);
+  // The common shape: one tensor, staged as strata reads it, writes it or both, one op.
+  enum class Staging { in, out, inout };
+  c10::intrusive_ptr<c10d::Work> one_tensor(c10d::OpType op, const at::Tensor& t, Staging staging,
+                                            const std::function<strata::Work(const at::Tensor&)>& issue);
   // alltoallv over host tensors, counts in elements, blocks in rank order.
   c10::intrusive_ptr<c10d::Work> all_to_all(const at::Tensor& send, const at::Tensor& recv,
                                             std::vector<std::size_t> send_counts, std::vector<std::size_t> recv_counts,

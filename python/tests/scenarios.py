@@ -253,37 +253,35 @@ def killed():
     raise AssertionError("no error after a rank was killed")
 
 
-def group_timeout():
-    rank, world = init(timeout_s=3)
+def timeout(which):
+    """A peer never joins: the group's 3 s timeout, or a call's own 2 s one (c10d options)
+    winning over the group's 60 s, ends the allreduce."""
+    import strata.torch as st
+
+    rank, world = init(timeout_s=3 if which == "group" else 60)
     if rank == 1:
         time.sleep(12)  # never joins the allreduce in time
         os._exit(0)
     start = time.monotonic()
     try:
-        dist.all_reduce(torch.ones(10))
+        if which == "group":
+            dist.all_reduce(torch.ones(10))
+        else:
+            opts = dist.AllreduceOptions()
+            opts.timeout = datetime.timedelta(seconds=2)
+            st.backend_of().allreduce([torch.ones(10)], opts).wait()
     except Exception as e:  # noqa: BLE001
         print(f"raised {type(e).__name__} after {time.monotonic() - start:.2f} s: {e}")
         os._exit(0)
     raise AssertionError("allreduce with an absent peer did not time out")
+
+
+def group_timeout():
+    timeout("group")
 
 
 def call_timeout():
-    """A call's own timeout (c10d options) wins over the group's 60 s."""
-    import strata.torch as st
-
-    rank, world = init(timeout_s=60)
-    if rank == 1:
-        time.sleep(10)
-        os._exit(0)
-    opts = dist.AllreduceOptions()
-    opts.timeout = datetime.timedelta(seconds=2)
-    start = time.monotonic()
-    try:
-        st.backend_of().allreduce([torch.ones(10)], opts).wait()
-    except Exception as e:  # noqa: BLE001
-        print(f"raised {type(e).__name__} after {time.monotonic() - start:.2f} s: {e}")
-        os._exit(0)
-    raise AssertionError("allreduce with an absent peer did not time out")
+    timeout("call")
 
 
 def init_methods():
