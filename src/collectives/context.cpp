@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "collectives/dispatch.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::collectives {
@@ -14,6 +15,8 @@ Group Group::world(int rank, int size) {
   g.me = rank;
   return g;
 }
+
+const Chooser& Context::chooser() const { return p_.chooser ? *p_.chooser : threshold_chooser(); }
 
 void* Scratch::get(int slot, std::size_t bytes) {
   auto& b = blocks_[slot];

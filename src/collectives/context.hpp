@@ -17,6 +17,8 @@ using transport::Channel;
 using transport::Clock;
 using transport::RequestPtr;
 
+class Chooser;  // dispatch.hpp
+
 // What an algorithm's supports() may ask of a group: its size, and how many dedicated
 // parameter-server processes serve it (only a communicator's world group, and only when
 // it was started with STRATA_SERVERS). Converts from a bare size, all most callers know.
@@ -66,6 +68,9 @@ class Context {
     std::size_t chunk_bytes = 1 << 20;
     std::string what;                 // "allreduce #12 (f32 x 1000, sum)", for errors
     std::function<void(bool)> guard;  // throws on a detected mismatch; arg: final check
+    // Picks the algorithm of every call run in this context that names none, the per-level
+    // calls of hierarchical plans included; nullptr: threshold_chooser().
+    const Chooser* chooser = nullptr;
   };
   explicit Context(Params p) : p_(std::move(p)) {}
 
@@ -96,6 +101,7 @@ class Context {
   std::size_t chunk_bytes() const { return p_.chunk_bytes; }
   const std::string& what() const { return p_.what; }
   int my_rank() const { return p_.transport->rank(); }
+  const Chooser& chooser() const;
   std::uint64_t seq() const { return p_.seq; }
 
  private:

@@ -1,6 +1,6 @@
 // Picks the flat algorithm for one collective over one group and runs it: the one the
-// call names, else the selector's choice (topology/selector.hpp) for the group's links
-// and the message size.
+// call names, else the context's chooser's (the communicator's selector,
+// topology/selector.hpp, for the group's links and the message size).
 #pragma once
 
 #include <memory>
@@ -10,10 +10,6 @@
 #include "collectives/context.hpp"
 #include "strata/compression.hpp"
 #include "strata/types.hpp"
-
-namespace strata::topology {
-class Selector;
-}
 
 namespace strata::collectives {
 
@@ -40,31 +36,26 @@ struct CollArgs {
   std::shared_ptr<const Splits> splits;  // alltoall only
 };
 
-void run_collective(Context& ctx, const Group& g, const CollArgs& a);
-
-// The selector run_collective consults on this thread while the scope lives. Plans
-// build the CollArgs of their per-level calls themselves; the communicator installs its
-// selector around each operation so those calls are chosen for their level's links too.
-// Without one (code driving the algorithms directly) the choice is the fixed size
-// threshold the selector replaced: STRATA_SMALL_BYTES.
-class SelectorScope {
+// How a call that names no algorithm gets one. The communicator hands its selector down
+// in every Context it builds; a context without one uses threshold_chooser().
+class Chooser {
  public:
-  explicit SelectorScope(const topology::Selector* s);
-  ~SelectorScope();
-  SelectorScope(const SelectorScope&) = delete;
-  SelectorScope& operator=(const SelectorScope&) = delete;
-
- private:
-  const topology::Selector* previous_;
+  virtual ~Chooser() = default;
+  virtual const Algorithm& choose(const Group& g, const CollArgs& a) const = 0;
 };
 
-// The selector of the innermost live SelectorScope on this thread, or nullptr.
-const topology::Selector* active_selector();
-
-// The algorithm run_collective runs for a call that names none, over g.
-const Algorithm& default_algorithm(const Group& g, const CollArgs& a);
 // The fixed rule the selector replaced (log(p)-step algorithms up to STRATA_SMALL_BYTES,
-// rings and chains above): the choice outside a SelectorScope, and strata-plan's baseline.
+// rings and chains above): the choice of code that drives the algorithms without a
+// communicator, and strata-plan's baseline.
+const Chooser& threshold_chooser();
 const Algorithm& threshold_algorithm(const CollArgs& a);
+
+// The one place a call's algorithm is settled: the one it names, checked against the
+// group (InvalidArgument naming `what` and the valid ones), else the chooser's.
+const Algorithm& resolve_algorithm(const Chooser& chooser, const Group& g, const CollArgs& a,
+                                   const std::string& what);
+
+// Runs a over g with resolve_algorithm(ctx.chooser(), ...).
+void run_collective(Context& ctx, const Group& g, const CollArgs& a);
 
 }  // namespace strata::collectives

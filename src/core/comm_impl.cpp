@@ -12,6 +12,7 @@
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
 #include "hierarchy/hierarchical.hpp"
+#include "hierarchy/plan_cost.hpp"
 #include "quant/compressed_allreduce.hpp"
 #include "collectives/ps_protocol.hpp"
 #include "collectives/alltoall.hpp"
@@ -154,8 +155,10 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   world_ = collectives::Group::world(rank_, size_);
   for (int j = 0; j < servers_; ++j) world_.servers.push_back(size_ + j);
   selector_->add_group(world_);
-  if (plan_)
+  if (plan_) {
     for (const auto& g : plan_->mine) selector_->add_group(g);
+    plan_->pricing = hierarchy::price_levels(*selector_, *plan_);
+  }
   if (rank_ == 0 && log::enabled(log::Level::info)) {
     const auto& f = selector_->figures();
     std::string s = "link figures (" +
@@ -241,7 +244,8 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) 
   // A flat communicator settles the selector's choice now, so it travels in the
   // fingerprint: ranks that would pick differently (a different STRATA_ALGO) get a
   // MismatchError instead of messages that do not fit.
-  if (!args.algorithm && !plan_ && a.kind != CollectiveKind::alltoall) args.algorithm = &selector_->choose(a.kind, a.dtype, a.count, world_);
+  if (!plan_ && a.kind != CollectiveKind::alltoall)
+    args.algorithm = &collectives::resolve_algorithm(*selector_, world_, args, to_string(a.kind));
   if (args.algorithm) fp.algorithm = static_cast<std::uint8_t>(static_cast<int>(args.algorithm->id) + 1);
   auto work = engine_->submit([this, fp, a = std::move(args), timeout]() -> std::optional<Pending> {
     check_usable();
@@ -281,9 +285,9 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
                             theirs.describe() + algorithm_difference(fp, theirs));
     };
   }
-  collectives::Context ctx(params);
   // Plans' per-level calls pick their algorithms with this communicator's selector.
-  const collectives::SelectorScope selector_scope(selector_.get());
+  params.chooser = selector_.get();
+  collectives::Context ctx(params);
   try {
     const auto& world = world_;
     if (a.kind == CollectiveKind::alltoall) {

@@ -14,6 +14,7 @@
 
 #include "collectives/context.hpp"
 #include "strata/locality.hpp"
+#include "topology/cost_model.hpp"
 #include "topology/levels.hpp"
 
 namespace strata::hierarchy {
@@ -29,6 +30,14 @@ struct Plan {
   // member 0 is the leader, and a rank is absent from levels above the one it leads).
   // Indexed like `levels`; size 0 where this rank sits the level out.
   std::vector<collectives::Group> mine;
+  // What the communicator's cost model charges each level (plan_cost.hpp), priced once
+  // when its selector is built. Unset where none was: split rail then takes its latency
+  // path by STRATA_SMALL_BYTES alone.
+  struct Pricing {
+    std::vector<topology::LevelCost> levels;  // innermost first
+    std::size_t small_bytes = 0;              // the figures' STRATA_SMALL_BYTES
+  };
+  std::optional<Pricing> pricing;
 
   int depth() const { return static_cast<int>(levels.size()); }
   // Position of `rank` in its group at level i, or -1 if it sits that level out.

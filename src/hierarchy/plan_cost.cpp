@@ -4,15 +4,16 @@
 
 namespace strata::hierarchy {
 
-std::vector<topology::LevelCost> level_costs(const topology::Selector& sel, const Plan& plan) {
-  std::vector<topology::LevelCost> out;
+Plan::Pricing price_levels(const topology::Selector& sel, const Plan& plan) {
+  Plan::Pricing out;
+  out.small_bytes = sel.figures().small_bytes;
   for (const auto& lg : plan.levels) {
     std::size_t largest = 0, at = 0;
     for (std::size_t k = 0; k < lg.groups.size(); ++k)
       if (lg.groups[k].size() > largest) largest = lg.groups[k].size(), at = k;
     collectives::Group g;
     g.ranks = lg.groups[at];
-    out.push_back(topology::LevelCost{lg.level, static_cast<int>(largest), sel.group_cost(g)});
+    out.levels.push_back(topology::LevelCost{lg.level, static_cast<int>(largest), sel.group_cost(g)});
   }
   return out;
 }
@@ -45,9 +46,9 @@ topology::Cost pipeline_cost(const std::vector<topology::LevelCost>& levels, Col
 
 }  // namespace
 
-bool prefers_latency_path(const topology::Selector& sel, const std::vector<topology::LevelCost>& levels,
-                          CollectiveKind kind, std::size_t bytes) {
-  if (bytes > sel.figures().small_bytes) return false;
+bool prefers_latency_path(const Plan::Pricing& pricing, CollectiveKind kind, std::size_t bytes) {
+  if (bytes > pricing.small_bytes) return false;
+  const auto& levels = pricing.levels;
   const double n = static_cast<double>(bytes);
   const topology::Cost latency = latency_cost(levels, kind, n);
   // Only while latency bounds it: a bandwidth-bound whole message on one rail's WAN
@@ -58,10 +59,11 @@ bool prefers_latency_path(const topology::Selector& sel, const std::vector<topol
 }
 
 topology::Cost predict_plan(const topology::Selector& sel, const Plan& plan, CollectiveKind kind, double bytes) {
-  const auto levels = level_costs(sel, plan);
+  const Plan::Pricing pricing = plan.pricing ? *plan.pricing : price_levels(sel, plan);
+  const auto& levels = pricing.levels;
   if (plan.kind == Plan::Kind::leader) return topology::predict_leader(kind, levels, bytes);
-  return prefers_latency_path(sel, levels, kind, static_cast<std::size_t>(bytes)) ? latency_cost(levels, kind, bytes)
-                                                                                  : pipeline_cost(levels, kind, bytes);
+  return prefers_latency_path(pricing, kind, static_cast<std::size_t>(bytes)) ? latency_cost(levels, kind, bytes)
+                                                                              : pipeline_cost(levels, kind, bytes);
 }
 
 }  // namespace strata::hierarchy

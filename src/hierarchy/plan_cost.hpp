@@ -11,8 +11,8 @@
 
 namespace strata::hierarchy {
 
-// Each level at its largest group's links, innermost first.
-std::vector<topology::LevelCost> level_costs(const topology::Selector& sel, const Plan& plan);
+// Each level at its largest group's links, innermost first, with the figures' threshold.
+Plan::Pricing price_levels(const topology::Selector& sel, const Plan& plan);
 
 // Whether a split-rail allreduce or broadcast of `bytes` takes the latency path (the
 // whole collective once per level) rather than the pipeline (reduce-scatter or scatter
@@ -20,8 +20,7 @@ std::vector<topology::LevelCost> level_costs(const topology::Selector& sel, cons
 // while the path is latency-bound, and then only where the model prices it no dearer.
 // Across a slow WAN the pipeline's smaller top-level message wins from a few KiB on; on
 // fast links the fewer steps win.
-bool prefers_latency_path(const topology::Selector& sel, const std::vector<topology::LevelCost>& levels,
-                          CollectiveKind kind, std::size_t bytes);
+bool prefers_latency_path(const Plan::Pricing& pricing, CollectiveKind kind, std::size_t bytes);
 
 // The plan's predicted time, taking the path the plan will take.
 topology::Cost predict_plan(const topology::Selector& sel, const Plan& plan, CollectiveKind kind, double bytes);

@@ -54,8 +54,7 @@ std::size_t block_index(const Plan& p, int q) {
 // The latency path (a whole collective per level) or the pipeline: by the communicator's
 // cost model when it runs one (plan_cost.hpp), else by STRATA_SMALL_BYTES alone.
 bool latency_path(const Plan& plan, CollectiveKind kind, std::size_t bytes) {
-  if (const topology::Selector* sel = collectives::active_selector())
-    return prefers_latency_path(*sel, level_costs(*sel, plan), kind, bytes);
+  if (plan.pricing) return prefers_latency_path(*plan.pricing, kind, bytes);
   return bytes <= static_cast<std::size_t>(config::get_int("small_bytes"));
 }
 

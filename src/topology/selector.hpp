@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/context.hpp"
+#include "collectives/dispatch.hpp"
 #include "collectives/registry.hpp"
 #include "topology/algorithm_rules.hpp"
 #include "topology/cost_model.hpp"
@@ -48,7 +49,7 @@ struct ScoreTable {
 
 ScoreTable build_score_table(CollectiveKind kind, LinkClass cls, int p, const GroupCost& cost);
 
-class Selector {
+class Selector final : public collectives::Chooser {
  public:
   // localities: every rank's, indexed by rank; rules: STRATA_ALGO's.
   Selector(Figures figures, std::vector<Locality> localities, AlgorithmRules rules);
@@ -62,6 +63,9 @@ class Selector {
   // declines hands the call to the next best).
   const collectives::Algorithm& choose(CollectiveKind kind, DataType dt, std::size_t count,
                                        const collectives::Group& g) const;
+  const collectives::Algorithm& choose(const collectives::Group& g, const collectives::CollArgs& a) const override {
+    return choose(a.kind, a.dtype, a.count, g);
+  }
 
   LinkClass group_class(const collectives::Group& g) const;
   GroupCost group_cost(const collectives::Group& g) const;

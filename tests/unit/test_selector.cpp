@@ -250,15 +250,15 @@ TEST(SelectorTable, ExplainsTheWinner) {
 }
 
 TEST(SelectorTable, OutsideACommunicatorTheThresholdRemains) {
-  // No SelectorScope: dispatch keeps the fixed size rule it had before the selector.
+  // A context without a chooser keeps the fixed size rule it had before the selector.
   collectives::CollArgs small{K::allreduce, nullptr, nullptr, 16, DataType::f32};
   collectives::CollArgs large{K::allreduce, nullptr, nullptr, 1 << 20, DataType::f32};
   const auto world = collectives::Group::world(0, 4);
-  EXPECT_EQ(collectives::default_algorithm(world, small).id, AlgorithmId::recursive_doubling);
-  EXPECT_EQ(collectives::default_algorithm(world, large).id, AlgorithmId::ring);
+  const auto& none = collectives::threshold_chooser();
+  EXPECT_EQ(collectives::resolve_algorithm(none, world, small, "t").id, AlgorithmId::recursive_doubling);
+  EXPECT_EQ(collectives::resolve_algorithm(none, world, large, "t").id, AlgorithmId::ring);
   Selector sel(shm_figures(), one_host(4), parse_algorithm_rules("allreduce:direct", "STRATA_ALGO", true));
-  const collectives::SelectorScope scope(&sel);
-  EXPECT_EQ(collectives::default_algorithm(world, small).id, AlgorithmId::direct);
+  EXPECT_EQ(collectives::resolve_algorithm(sel, world, small, "t").id, AlgorithmId::direct);
 }
 
 }  // namespace
