@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/half.hpp"
+#include "base/half.hpp"
 
 namespace strata::perf {
 

@@ -36,44 +36,22 @@ std::string format_group(const Timing& t) {
                  static_cast<double>(*t.nwrong));
 }
 
-// Shortest round-trip decimal; JSON has no NaN or infinity, so those become null.
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += sformat("\\u%04x", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 // Whole bytes: a fraction of a byte per call is noise, and the column stays narrow.
 std::string format_wan(const std::optional<WanBytes>& w) {
   if (!w) return sformat("  %10s", "-");
   return sformat("  %10.0f", w->mean);
 }
 
-std::string json_timing(const Timing& t) {
-  return "{\"time\":" + json_number(t.time_us) + ",\"alg_bw\":" + json_number(t.alg_bw) +
-         ",\"bus_bw\":" + json_number(t.bus_bw) +
-         ",\"nwrong\":" + (t.nwrong ? std::to_string(*t.nwrong) : std::string("null")) + "}";
+Json json_timing(const Timing& t) {
+  Json j;
+  j["time"] = json_number(t.time_us);
+  j["alg_bw"] = json_number(t.alg_bw);
+  j["bus_bw"] = json_number(t.bus_bw);
+  j["nwrong"] = t.nwrong ? Json(*t.nwrong) : Json(nullptr);
+  return j;
 }
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -223,26 +201,60 @@ std::int64_t total_wrong(const std::vector<ResultRow>& rows) {
   return n;
 }
 
-std::string format_json(const RunInfo& info, const std::vector<ResultRow>& rows) {
-  std::string s = "{\"tool\":" + json_string(info.tool) + ",\"collective\":" +
-                  json_string(info.collective) + ",\"ranks\":" + std::to_string(info.ranks) +
-                  ",\"transport\":" + json_string(info.transport) + ",\"dtype\":" +
-                  json_string(info.dtype) + ",\"op\":" + json_string(info.op) + ",\"results\":[";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    if (i > 0) s += ",";
-    s += "\n{\"size\":" + std::to_string(r.size) + ",\"count\":" + std::to_string(r.count) +
-         ",\"type\":" + json_string(r.type) + ",\"redop\":" + json_string(r.redop) +
-         ",\"root\":" + std::to_string(r.root) +
-         (r.algorithm.empty() ? std::string() : ",\"algorithm\":" + json_string(r.algorithm)) +
-         // Before the timings: bench/peers/gloo_allreduce.cpp appends its extras after them.
-         ",\"wan_bytes_per_rank\":" + (r.wan ? json_number(r.wan->mean) : std::string("null")) +
-         (r.rel_error ? ",\"rel_error\":" + json_number(*r.rel_error) : std::string()) +
-         ",\"out_of_place\":" + json_timing(r.out_of_place) +
-         ",\"in_place\":" + json_timing(r.in_place) + "}";
+Json json_number(double v) {
+  if (!std::isfinite(v)) return nullptr;  // JSON has neither NaN nor infinity
+  if (v == std::trunc(v) && std::fabs(v) < 0x1p53) return static_cast<std::int64_t>(v);
+  return v;
+}
+
+Json json_document(const RunInfo& info, const std::vector<ResultRow>& rows) {
+  Json doc;
+  doc["tool"] = info.tool;
+  doc["collective"] = info.collective;
+  doc["ranks"] = info.ranks;
+  doc["transport"] = info.transport;
+  doc["dtype"] = info.dtype;
+  doc["op"] = info.op;
+  Json results = Json::array();
+  for (const auto& r : rows) {
+    Json j;
+    j["size"] = r.size;
+    j["count"] = r.count;
+    j["type"] = r.type;
+    j["redop"] = r.redop;
+    j["root"] = r.root;
+    if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
+    j["wan_bytes_per_rank"] = r.wan ? json_number(r.wan->mean) : Json(nullptr);
+    if (r.rel_error) j["rel_error"] = json_number(*r.rel_error);
+    j["out_of_place"] = json_timing(r.out_of_place);
+    j["in_place"] = json_timing(r.in_place);
+    results.push_back(std::move(j));
   }
-  s += "],\n\"average_bus_bandwidth\":" + json_number(average_bus_bw(rows)) + "}\n";
-  return s;
+  doc["results"] = std::move(results);
+  doc["average_bus_bandwidth"] = json_number(average_bus_bw(rows));
+  return doc;
+}
+
+std::string dump_document(const Json& doc) {
+  std::string s = "{";
+  bool after_results = false;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it != doc.begin()) s += after_results ? ",\n" : ",";
+    s += dump(Json(it.key())) + ":";
+    after_results = it.key() == "results" && it->is_array();
+    if (!after_results) {
+      s += dump(*it);
+      continue;
+    }
+    s += "[";
+    for (std::size_t i = 0; i < it->size(); ++i) s += (i ? ",\n" : "\n") + dump((*it)[i]);
+    s += "]";
+  }
+  return s + "}\n";
+}
+
+std::string format_json(const RunInfo& info, const std::vector<ResultRow>& rows) {
+  return dump_document(json_document(info, rows));
 }
 
 bool write_json_file(const std::string& path, const RunInfo& info,

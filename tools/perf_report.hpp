@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace strata::perf {
 
 // nccl-tests' size syntax: decimal digits with an optional K, M, G or T suffix (powers
@@ -117,10 +119,20 @@ struct RunInfo {
   std::string op;     // as requested: an op name, "all" or "none"
 };
 
+// A JSON value whose object keys keep the order they were written in.
+using Json = nlohmann::ordered_json;
+
 // {"tool":..,"collective":..,"ranks":..,"transport":..,"dtype":..,"op":..,"results":[..],
 //  "average_bus_bandwidth":..}; nwrong is null when unchecked, and wan_bytes_per_rank
 // (WanBytes::mean) when not measured; a row's "algorithm" key only when it names one.
-// Ends with a newline.
+// Whole numbers are written as integers; NaN and infinity as null.
+Json json_document(const RunInfo& info, const std::vector<ResultRow>& rows);
+// A number as json_document writes it (programs adding keys write theirs alike).
+Json json_number(double v);
+// A document's text: compact, one element of "results" per line, ending with a newline,
+// so results read and diff row by row.
+std::string dump_document(const Json& doc);
+// dump_document(json_document(info, rows)).
 std::string format_json(const RunInfo& info, const std::vector<ResultRow>& rows);
 // Writes format_json to `path`; returns false (errno set) when the file cannot be written.
 bool write_json_file(const std::string& path, const RunInfo& info,

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "launcher.hpp"
 #include "perf_bench.hpp"
 #include "perf_data.hpp"
@@ -130,7 +130,7 @@ int run_rank(const PerfOptions& o) {
   std::vector<ResultRow> rows;
   const auto sizes = sweep_sizes(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
   // --algo: one block of rows per algorithm, each under a comment line naming it.
-  for (const std::string& algo : algorithms_to_run(o, n, static_cast<int>(config::get_int("servers")))) {
+  for (const std::string& algo : algorithms_to_run(o, n, static_cast<int>(config::get(config::servers)))) {
     if (me == 0 && !algo.empty()) print("# algorithm " + algo + "\n");
     for (const Case& c : expand_cases(o, n, algo)) {
       for (const std::uint64_t size : sizes) {
@@ -161,8 +161,14 @@ int main(int argc, char** argv) {
   if (!parsed.options) return parsed.exit_code;
   const PerfOptions& o = *parsed.options;
   try {
-    // A dedicated server started by --servers joins the job (from_env serves and exits).
-    if (!tools::env_set(kSpawnedMarker) && !is_server_process()) {
+    // A dedicated server started by --servers serves the workers' job and ends.
+    if (is_server_process()) {
+      const ServerStats st = serve_from_env();
+      std::fprintf(stderr, "strata-perf: dedicated server done: %llu collectives\n",
+                   static_cast<unsigned long long>(st.operations));
+      return 0;
+    }
+    if (!tools::env_set(kSpawnedMarker)) {
       if (o.ranks) return spawn_local(*o.ranks, argc, argv, o);
       if (!tools::launched_externally()) return spawn_local(kDefaultLocalRanks, argc, argv, o);
     }

@@ -10,6 +10,7 @@
 // launched); every rank creates a communicator, so the figures are the probed ones the
 // library itself uses. Rank 0 prints.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -18,21 +19,20 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "bootstrap/launch_env.hpp"
 #include "core/comm_impl.hpp"
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "hierarchy/plan.hpp"
 #include "hierarchy/plan_cost.hpp"
 #include "launcher.hpp"
 #include "perf_report.hpp"
 #include "strata/errors.hpp"
 #include "topology/levels.hpp"
-#include "topology/probe.hpp"
+#include "probe/probe.hpp"
 #include "topology/selector.hpp"
 #include "topology/topology_file.hpp"
 
@@ -89,14 +89,14 @@ std::string us(double s) {
   return b;
 }
 
-void print_figures(const topo::Figures& f, const topo::ProbeReport* probe) {
-  if (probe) {
-    const char* how = probe->how == topo::ProbeReport::How::probed   ? "probed"
-                      : probe->how == topo::ProbeReport::How::cached ? "from the probe cache"
+void print_figures(const topo::Figures& f, const probe::ProbeReport* report) {
+  if (report) {
+    const char* how = report->how == probe::ProbeReport::How::probed   ? "probed"
+                      : report->how == probe::ProbeReport::How::cached ? "from the probe cache"
                                                                      : "not probed";
-    std::printf("link figures: %s%s%s (%.1f ms at creation)\n", how, probe->why.empty() ? "" : ": ",
-                probe->why.c_str(), probe->seconds * 1e3);
-    for (const auto& p : probe->measured.pairs)
+    std::printf("link figures: %s%s%s (%.1f ms at creation)\n", how, report->why.empty() ? "" : ": ",
+                report->why.c_str(), report->seconds * 1e3);
+    for (const auto& p : report->measured.pairs)
       std::printf("  pair %-3s rank %d <-> %d: %d small, %d large round trips%s%s\n", topo::to_string(p.pair.cls),
                   p.pair.from, p.pair.to, p.small_iters, p.large_iters,
                   p.beta_measured ? "" : " (no time for the large message: beta kept)",
@@ -234,34 +234,30 @@ struct Sample {
   std::vector<double> us;  // out-of-place and in-place times of every file
 };
 
-// strata-perf writes one result per line; the fields needed here are found by pattern.
 void read_measured(const std::string& path, std::map<std::tuple<std::string, int, std::uint64_t, std::string>, Sample>& into) {
   std::ifstream in(path);
   if (!in) throw InvalidArgument("--measured: cannot read " + path);
-  static const std::regex head(R"re("collective":"(\w+)","ranks":(\d+))re");
-  static const std::regex row(
-      R"re("size":(\d+).*"out_of_place":\{"time":([0-9.eE+-]+).*"in_place":\{"time":([0-9.eE+-]+))re");
-  // Runs without --algo have no algorithm field: the library chose.
-  static const std::regex algo(R"re("algorithm":"(\w*)")re");
-  std::string collective;
-  int ranks = 0;
-  std::smatch m;
-  for (std::string line; std::getline(in, line);) {
-    if (std::regex_search(line, m, head)) {
-      collective = m[1];
-      ranks = std::stoi(m[2]);
+  const auto doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw InvalidArgument("--measured: " + path + " is not JSON");
+  try {
+    const std::string collective = doc.at("collective").get<std::string>();
+    const int ranks = doc.at("ranks").get<int>();
+    for (const auto& r : doc.at("results")) {
+      // Runs without --algo have no algorithm field: the library chose.
+      const std::string algorithm = r.value("algorithm", std::string());
+      const auto size = r.at("size").get<std::uint64_t>();
+      auto& s = into[{collective, ranks, size, algorithm}];
+      s.collective = collective;
+      s.ranks = ranks;
+      s.size = size;
+      s.algorithm = algorithm;
+      for (const char* side : {"out_of_place", "in_place"}) {
+        const auto& t = r.at(side).at("time");
+        if (t.is_number()) s.us.push_back(t.get<double>());  // null: the run measured nothing
+      }
     }
-    if (!std::regex_search(line, m, row)) continue;
-    const std::uint64_t size = std::stoull(m[1]);
-    const double out_of_place = std::stod(m[2]), in_place = std::stod(m[3]);
-    const std::string algorithm = std::regex_search(line, m, algo) ? m[1].str() : std::string();
-    auto& s = into[{collective, ranks, size, algorithm}];
-    s.collective = collective;
-    s.ranks = ranks;
-    s.size = size;
-    s.algorithm = algorithm;
-    s.us.push_back(out_of_place);
-    s.us.push_back(in_place);
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument("--measured: " + path + " is not a strata-perf --json document: " + e.what());
   }
 }
 
@@ -418,7 +414,7 @@ int run_offline(const Options& o) {
   topo::Figures f = topo::default_figures();
   topo::set_regions(f, topo::region_order(ls));
   if (file) topo::apply_file(f, *file);
-  const auto spec = config::get_string("algo");
+  const auto spec = config::get(config::algo);
   topo::Selector sel(f, ls, topo::parse_algorithm_rules(spec, "STRATA_ALGO", true));
   const auto plan = hierarchy::make_plan(ls, 0, hierarchy::parse_choice(spec));
   std::printf("strata-plan: %zu ranks in %zu region(s)\n", ls.size(), f.regions.size());

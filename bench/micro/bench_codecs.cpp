@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "quant/codec.hpp"
-#include "quant/kernels.hpp"
+#include "kernels/isa.hpp"
+#include "kernels/quant.hpp"
 #include "bm_memcpy.hpp"
 
 namespace {
@@ -49,16 +50,16 @@ std::vector<float> gradient(std::size_t n) {
 // Restores the active kernels when a benchmark that pinned other ones ends.
 class IsaScope {
  public:
-  explicit IsaScope(q::kernels::Isa isa) : prev_(q::kernels::set_isa(isa)) {}
-  ~IsaScope() { q::kernels::set_isa(prev_); }
+  explicit IsaScope(strata::kernels::Isa isa) : prev_(strata::kernels::set_isa(isa)) {}
+  ~IsaScope() { strata::kernels::set_isa(prev_); }
   IsaScope(const IsaScope&) = delete;
   IsaScope& operator=(const IsaScope&) = delete;
 
  private:
-  q::kernels::Isa prev_;
+  strata::kernels::Isa prev_;
 };
 
-void bm_encode(benchmark::State& state, std::string spec, q::kernels::Isa isa, std::size_t bytes) {
+void bm_encode(benchmark::State& state, std::string spec, strata::kernels::Isa isa, std::size_t bytes) {
   const IsaScope scope(isa);
   const auto codec = q::make_codec(spec);
   const auto x = gradient(bytes / 4);
@@ -75,7 +76,7 @@ void bm_encode(benchmark::State& state, std::string spec, q::kernels::Isa isa, s
   state.counters["ratio"] = static_cast<double>(bytes) / static_cast<double>(len);
 }
 
-void bm_decode(benchmark::State& state, std::string spec, q::kernels::Isa isa, std::size_t bytes) {
+void bm_decode(benchmark::State& state, std::string spec, strata::kernels::Isa isa, std::size_t bytes) {
   const IsaScope scope(isa);
   const auto codec = q::make_codec(spec);
   const auto x = gradient(bytes / 4);
@@ -93,19 +94,19 @@ void bm_decode(benchmark::State& state, std::string spec, q::kernels::Isa isa, s
 }
 
 void register_all() {
-  const q::kernels::Isa active = q::kernels::active_isa();
+  const strata::kernels::Isa active = strata::kernels::active_isa();
   for (std::size_t bytes : kSizes) {
     const std::string size = size_name(bytes);
     benchmark::RegisterBenchmark(("memcpy/" + size).c_str(), strata::bench::bm_memcpy, bytes);
     for (const char* spec : kCodecs) {
-      std::vector<q::kernels::Isa> isas = {active};
+      std::vector<strata::kernels::Isa> isas = {active};
       for (const char* g : kGenericToo) {
-        if (std::string(g) == spec && active != q::kernels::Isa::generic) {
-          isas.push_back(q::kernels::Isa::generic);
+        if (std::string(g) == spec && active != strata::kernels::Isa::generic) {
+          isas.push_back(strata::kernels::Isa::generic);
         }
       }
-      for (const q::kernels::Isa isa : isas) {
-        const std::string tail = std::string("/") + q::kernels::to_string(isa) + "/" + size;
+      for (const strata::kernels::Isa isa : isas) {
+        const std::string tail = std::string("/") + strata::kernels::to_string(isa) + "/" + size;
         benchmark::RegisterBenchmark(("encode/" + std::string(spec) + tail).c_str(), bm_encode,
                                      std::string(spec), isa, bytes);
         benchmark::RegisterBenchmark(("decode/" + std::string(spec) + tail).c_str(), bm_decode,
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   register_all();
   benchmark::AddCustomContext("strata_quant_isa",
-                              q::kernels::to_string(q::kernels::active_isa()));
+                              strata::kernels::to_string(strata::kernels::active_isa()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

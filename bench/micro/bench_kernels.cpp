@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/reduce_kernels.hpp"
-#include "core/half.hpp"
+#include "kernels/reduce.hpp"
+#include "base/half.hpp"
 #include "strata/types.hpp"
 #include "bm_memcpy.hpp"
 
@@ -22,7 +22,7 @@ namespace {
 
 using strata::DataType;
 using strata::ReduceOp;
-using strata::collectives::KernelIsa;
+using strata::kernels::Isa;
 
 constexpr std::size_t kSizes[] = {256u << 10, 16u << 20};
 
@@ -57,14 +57,14 @@ std::vector<std::uint64_t> make_operand(DataType dt, std::size_t bytes, unsigned
   return words;
 }
 
-void bm_reduce(benchmark::State& state, KernelIsa isa, DataType dt, ReduceOp op,
+void bm_reduce(benchmark::State& state, Isa isa, DataType dt, ReduceOp op,
                std::size_t bytes) {
   const auto a = make_operand(dt, bytes, 1);
   const auto b = make_operand(dt, bytes, 2);
   std::vector<std::uint64_t> out(bytes / 8);
   const std::size_t n = bytes / strata::dtype_size(dt);
   for (auto _ : state) {
-    strata::collectives::reduce(isa, dt, op, out.data(), a.data(), b.data(), n);
+    strata::kernels::reduce(isa, dt, op, out.data(), a.data(), b.data(), n);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -82,19 +82,19 @@ constexpr Case kCases[] = {
 };
 
 void register_all() {
-  const KernelIsa active = strata::collectives::active_kernel_isa();
+  const Isa active = strata::kernels::active_isa();
   for (std::size_t bytes : kSizes) {
     const std::string size = size_name(bytes);
     benchmark::RegisterBenchmark(("memcpy/" + size).c_str(), strata::bench::bm_memcpy, bytes);
     for (const Case& c : kCases) {
       // The active variant is what production runs; the generic one is shown beside it
       // so the gain of the wider variant can be read off.
-      for (KernelIsa isa : {active, KernelIsa::generic}) {
+      for (Isa isa : {active, Isa::generic}) {
         const std::string name = std::string("reduce/") + strata::to_string(c.dt) + "_" +
                                  strata::to_string(c.op) + "/" +
-                                 strata::collectives::to_string(isa) + "/" + size;
+                                 strata::kernels::to_string(isa) + "/" + size;
         benchmark::RegisterBenchmark(name.c_str(), bm_reduce, isa, c.dt, c.op, bytes);
-        if (active == KernelIsa::generic) break;
+        if (active == Isa::generic) break;
       }
     }
   }
@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   register_all();
-  benchmark::AddCustomContext("strata_kernel_isa", strata::collectives::to_string(
-                                                       strata::collectives::active_kernel_isa()));
+  benchmark::AddCustomContext("strata_kernel_isa", strata::kernels::to_string(
+                                                       strata::kernels::active_isa()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -126,51 +126,32 @@ Options parse_args(int argc, char** argv) {
   return o;
 }
 
-std::string json_opt(const std::optional<double>& v) {
-  if (!v) return "null";
-  std::ostringstream os;
-  os.precision(10);
-  os << *v;
-  return os.str();
-}
-
-// perf::format_json's document plus Gloo's extras: per result "algo" (the
-// fastest) and "algos" (every algorithm's outcome), and run-level keys.
+// perf::json_document plus Gloo's extras: per result "algo" (the fastest) and "algos"
+// (every algorithm's outcome), and run-level keys.
 std::string gloo_json(const perf::RunInfo& info, const std::vector<Row>& rows, const Options& o) {
   std::vector<perf::ResultRow> results;
   for (const auto& r : rows) results.push_back(r.result);
-  std::string doc = perf::format_json(info, results);
-
-  // Each result object ends with "in_place":{...}} (a flat object, then the
-  // result's closing brace): insert the extras before that closing brace.
-  std::size_t pos = 0;
-  for (const Row& r : rows) {
-    std::size_t ip = doc.find("\"in_place\":{", pos);
-    std::size_t close = ip == std::string::npos ? ip : doc.find('}', ip);
-    if (close == std::string::npos || close + 1 >= doc.size() || doc[close + 1] != '}') {
-      return perf::format_json(info, results);  // unexpected layout: plain document
-    }
-    std::string extra = ",\"algo\":" + peers::json_str(r.algo) + ",\"algos\":{";
-    for (std::size_t k = 0; k < r.algos.size(); ++k) {
-      const auto& a = r.algos[k];
-      if (k) extra += ",";
-      extra += peers::json_str(a.name) + ":{\"status\":" + peers::json_str(a.status) + ",\"time\":" +
-               json_opt(a.time_us) + ",\"screen_time\":" + json_opt(a.screen_us) + ",\"nwrong\":" +
-               (a.nwrong ? std::to_string(*a.nwrong) : std::string("null")) + "}";
-    }
-    extra += "}";
-    doc.insert(close + 1, extra);
-    pos = close + 1 + extra.size() + 1;
+  perf::Json doc = perf::json_document(info, results);
+  const auto opt = [](const std::optional<double>& v) { return v ? perf::json_number(*v) : perf::Json(nullptr); };
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    perf::Json& j = doc["results"][i];
+    j["algo"] = rows[i].algo;
+    perf::Json algos = perf::Json::object();
+    for (const auto& a : rows[i].algos)
+      algos[a.name] = {{"status", a.status}, {"time", opt(a.time_us)}, {"screen_time", opt(a.screen_us)},
+                       {"nwrong", a.nwrong ? perf::Json(*a.nwrong) : perf::Json(nullptr)}};
+    j["algos"] = std::move(algos);
   }
-  // Run-level extras after the opening brace.
-  std::ostringstream top;
-  top << "\"gloo_version\":\"" << GLOO_VERSION_MAJOR << "." << GLOO_VERSION_MINOR << "."
-      << GLOO_VERSION_PATCH << "\"," << peers::json_run_keys(o)
-      << ",\"out_of_place_mirrors_in_place\":true,\"sync_max_bytes\":" << o.sync_max_bytes
-      << ",\"screen\":" << (o.screen ? "true" : "false") << ",\"screen_us\":" << o.screen_us
-      << ",\"screen_factor\":" << o.screen_factor;
-  peers::json_prepend(doc, top.str());
-  return doc;
+  perf::Json first;
+  first["gloo_version"] = std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+                          std::to_string(GLOO_VERSION_PATCH);
+  peers::add_run_keys(doc, o, first);
+  doc["out_of_place_mirrors_in_place"] = true;
+  doc["sync_max_bytes"] = o.sync_max_bytes;
+  doc["screen"] = o.screen;
+  doc["screen_us"] = o.screen_us;
+  doc["screen_factor"] = o.screen_factor;
+  return perf::dump_document(doc);
 }
 
 int env_int(const char* name) {

@@ -87,9 +87,9 @@ std::string library_version() {
 
 // perf::format_json's document plus run-level keys.
 std::string mpi_json(const perf::RunInfo& info, const std::vector<perf::ResultRow>& rows, const Options& o) {
-  std::string doc = perf::format_json(info, rows);
-  peers::json_prepend(doc, "\"mpi_library\":" + peers::json_str(library_version()) + "," + peers::json_run_keys(o));
-  return doc;
+  perf::Json doc = perf::json_document(info, rows);
+  peers::add_run_keys(doc, o, perf::Json{{"mpi_library", library_version()}});
+  return perf::dump_document(doc);
 }
 
 // ---------------------------------------------------------------------------

@@ -167,21 +167,15 @@ void print_footer(std::int64_t wrong, const std::vector<perf::ResultRow>& rows) 
   std::fflush(stdout);
 }
 
-std::string json_str(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += static_cast<unsigned char>(ch) < 0x20 ? ' ' : ch;
-  }
-  return out + "\"";
+void add_run_keys(perf::Json& doc, const SweepOptions& o, const perf::Json& first) {
+  perf::Json top = first;
+  top["iters"] = o.iters;
+  top["warmup_iters"] = o.warmup;
+  top["check"] = o.check;
+  top["time_reduction"] = "max_over_ranks_of_mean";
+  for (auto it = doc.begin(); it != doc.end(); ++it) top[it.key()] = *it;
+  doc = std::move(top);
 }
-
-std::string json_run_keys(const SweepOptions& o) {
-  return "\"iters\":" + std::to_string(o.iters) + ",\"warmup_iters\":" + std::to_string(o.warmup) +
-         ",\"check\":" + std::to_string(o.check) + ",\"time_reduction\":\"max_over_ranks_of_mean\"";
-}
-
-void json_prepend(std::string& doc, const std::string& members) { doc.insert(1, members + ","); }
 
 bool write_json(const std::string& path, const std::string& doc, const char* program) {
   std::FILE* f = std::fopen(path.c_str(), "w");

@@ -115,15 +115,9 @@ void print_row(const perf::ResultRow& row, const char* comment = nullptr);
 
 void print_footer(std::int64_t wrong, const std::vector<perf::ResultRow>& rows);
 
-// JSON string literal (quotes and backslashes escaped, control bytes blanked).
-std::string json_str(const std::string& s);
-
-// "iters", "warmup_iters", "check" and "time_reduction" as JSON members,
-// without a trailing comma.
-std::string json_run_keys(const SweepOptions& o);
-
-// Puts members (with no trailing comma) first in the document's top object.
-void json_prepend(std::string& doc, const std::string& members);
+// Puts `first`'s keys, then the sweep's (iters, warmup_iters, check, time_reduction),
+// ahead of the document's own.
+void add_run_keys(perf::Json& doc, const SweepOptions& o, const perf::Json& first);
 
 // Writes doc to path; on failure prints "PROGRAM: cannot write PATH: ERROR"
 // and returns false.

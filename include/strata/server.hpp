@@ -7,8 +7,12 @@
 //
 // A server process is started with STRATA_ROLE=server, STRATA_RANK = its index among the
 // servers, STRATA_SERVERS, STRATA_WORLD_SIZE = the number of workers and STRATA_ROOT.
-// Communicator::from_env in such a process serves (serve_from_env) and then exits the
-// process, so one training script can play both roles, as with BytePS.
+// One program can play both roles, as with BytePS:
+//
+//   if (strata::is_server_process()) { strata::serve_from_env(); return 0; }
+//   auto comm = strata::Communicator::from_env();
+//
+// (Communicator::from_env in a server process throws InvalidArgument saying so.)
 #pragma once
 
 #include <cstdint>

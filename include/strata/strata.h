@@ -141,6 +141,12 @@ STRATA_API strataResult_t strataCommInitRankConfig(strataComm_t* comm, int nrank
  * torchrun's, Open MPI's and Slurm's variables. */
 STRATA_API strataResult_t strataCommInitFromEnv(strataComm_t* comm) STRATA_NOEXCEPT;
 
+/* Dedicated parameter servers (strata/server.hpp): *isServer is 1 when STRATA_ROLE=server,
+ * in which case the program calls strataServeFromEnv instead of creating a communicator;
+ * it returns once every worker has destroyed its communicator. */
+STRATA_API strataResult_t strataIsServerProcess(int* isServer) STRATA_NOEXCEPT;
+STRATA_API strataResult_t strataServeFromEnv(void) STRATA_NOEXCEPT;
+
 /* Waits for the operations still outstanding on comm (each bounded by the timeout), then
  * releases it. Requests obtained from comm stay valid until freed. NULL is a no-op. */
 STRATA_API strataResult_t strataCommDestroy(strataComm_t comm) STRATA_NOEXCEPT;

@@ -1,6 +1,7 @@
-// The plugin's settings, read from the environment once, at the first init. The WAN
-// variables mean what they mean for libstrata (same names, same defaults), so one
-// environment configures both; the plugin never links strata's core config registry.
+// The plugin's settings, read from the environment once, at the first init, through
+// libstrata's own registry (base/settings.def: names, defaults and ranges) and its WAN
+// options (wan/wan_options.hpp), compiled into the plugin: one environment configures
+// both alike.
 #pragma once
 
 #include <chrono>

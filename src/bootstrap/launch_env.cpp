@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "base/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::bootstrap {
@@ -84,10 +85,10 @@ LaunchInfo discover_server_launch() {
 
 Locality local_locality() {
   Locality l;
-  if (const char* v = env("STRATA_REGION")) l.region = v;
-  if (const char* v = env("STRATA_CLUSTER")) l.cluster = v;
-  if (const char* v = env("STRATA_RACK")) l.rack = v;
-  if (const char* v = env("STRATA_HOST")) {
+  if (auto v = config::get(config::region); !v.empty()) l.region = v;
+  if (auto v = config::get(config::cluster); !v.empty()) l.cluster = v;
+  if (auto v = config::get(config::rack); !v.empty()) l.rack = v;
+  if (auto v = config::get(config::host); !v.empty()) {
     l.host = v;
   } else {
     char name[256] = {};
@@ -95,6 +96,10 @@ Locality local_locality() {
     l.host = name;
   }
   return l;
+}
+
+bool is_server_role() {
+  return config::get(config::role) == "server";
 }
 
 }  // namespace strata::bootstrap

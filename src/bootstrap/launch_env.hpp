@@ -26,6 +26,10 @@ LaunchInfo discover_launch();
 // what is missing or malformed.
 LaunchInfo discover_server_launch();
 
+// Whether STRATA_ROLE says this process is a dedicated server; InvalidArgument when it
+// is neither worker nor server.
+bool is_server_role();
+
 // This process's locality from STRATA_REGION/_CLUSTER/_RACK/_HOST (host defaults to the
 // hostname); local_rank is filled in later from everyone's records.
 Locality local_locality();

@@ -1,6 +1,6 @@
 #include "bootstrap/tcp_store.hpp"
 
-#include "core/asio.hpp"
+#include "base/asio.hpp"
 #include <atomic>
 #include <future>
 #include <list>
@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "bootstrap.pb.h"
-#include "core/accept_loop.hpp"
-#include "core/log.hpp"
-#include "core/sys_errors.hpp"
+#include "base/accept_loop.hpp"
+#include "base/log.hpp"
+#include "base/sys_errors.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::bootstrap {

@@ -4,7 +4,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 
 namespace strata::collectives {
 
@@ -46,12 +46,12 @@ void binomial_reduce(Context& ctx, const Group& g, const void* send, void* recv,
   for (std::size_t i = 0; i < children.size(); ++i) {
     ctx.wait(recvs[i]);
     ctx.expect_bytes(recvs[i], bytes);
-    reduce(dt, op, acc, acc, staging + i * bytes, count);
+    kernels::reduce(dt, op, acc, acc, staging + i * bytes, count);
   }
   if (vr != 0) {
     ctx.wait(ctx.send(real(binomial_parent(vr)), Channel::data, acc, bytes));
   } else if (op == ReduceOp::avg) {
-    finish_avg(dt, acc, count, p);
+    kernels::finish_avg(dt, acc, count, p);
   }
 }
 

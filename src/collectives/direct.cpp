@@ -9,7 +9,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 
 namespace strata::collectives {
 
@@ -63,9 +63,9 @@ void scatter_reduce(Context& ctx, const Group& g, const char* send, char* out, c
       const auto& r = recvs[static_cast<std::size_t>(k - 1) * C + c];
       ctx.wait(r);
       ctx.expect_bytes(r, len * esz);
-      reduce(dt, op, out + off * esz, k == 1 ? own + off * esz : out + off * esz, slot(k) + off * esz, len);
+      kernels::reduce(dt, op, out + off * esz, k == 1 ? own + off * esz : out + off * esz, slot(k) + off * esz, len);
     }
-    if (op == ReduceOp::avg) finish_avg(dt, out + off * esz, len, p);
+    if (op == ReduceOp::avg) kernels::finish_avg(dt, out + off * esz, len, p);
     on_chunk(off, len);
   }
   ctx.wait_all(sends);

@@ -1,13 +1,13 @@
 #include "collectives/dispatch.hpp"
 
 #include "collectives/registry.hpp"
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::collectives {
 
 const Algorithm& threshold_algorithm(const CollArgs& a) {
-  static const std::size_t small = static_cast<std::size_t>(config::get_int("small_bytes"));
+  static const std::size_t small = static_cast<std::size_t>(config::get(config::small_bytes));
   const bool is_small = a.count * dtype_size(a.dtype) <= small;
   switch (a.kind) {
     case CollectiveKind::allreduce:

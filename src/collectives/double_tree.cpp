@@ -10,7 +10,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 
 namespace strata::collectives {
 
@@ -98,14 +98,14 @@ class Pipeline {
         char* dst = recv_ + off;
         for (int i = 0; i < h.nchild; ++i) {
           done(h.from_child[i][c], n * esz_);
-          reduce(dt_, op_, dst, i == 0 ? send_ + off : dst, stage(h, i, c), n);
+          kernels::reduce(dt_, op_, dst, i == 0 ? send_ + off : dst, stage(h, i, c), n);
         }
         partial = dst;
       }
       if (h.parent >= 0) {
         sends_.push_back(ctx_.send(h.parent, h.ch, partial, n * esz_));
       } else {
-        if (op_ == ReduceOp::avg) finish_avg(dt_, recv_ + off, n, p_);
+        if (op_ == ReduceOp::avg) kernels::finish_avg(dt_, recv_ + off, n, p_);
         pass_down(h, c, recv_ + off);
       }
       moved = true;

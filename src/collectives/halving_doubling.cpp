@@ -13,7 +13,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 
 namespace strata::collectives {
 
@@ -58,7 +58,7 @@ void recv_reduce(Context& ctx, int peer, Channel ch, char* out, const char* a, c
     ctx.wait(recvs[c]);
     const std::size_t off = piece_begin(len, C, c) * esz, n = piece_size(len, C, c);
     ctx.expect_bytes(recvs[c], n * esz);
-    reduce(dt, op, out + off, a + off, tmp + off, n);
+    kernels::reduce(dt, op, out + off, a + off, tmp + off, n);
   }
 }
 
@@ -144,7 +144,7 @@ void halving_doubling_allreduce(Context& ctx, const Group& g, const void* send, 
   halving(ctx, g, b, in, out, dt, op);
   // One rank divides each block, before anyone copies it.
   const Span own = span_of(b, {vr, vr + 1});
-  if (op == ReduceOp::avg && own.size) finish_avg(dt, out + own.begin * esz, own.size, p);
+  if (op == ReduceOp::avg && own.size) kernels::finish_avg(dt, out + own.begin * esz, own.size, p);
   doubling(ctx, g, b, out, esz);
   if (partner >= 0) ctx.wait(ctx.send(g.rank(partner), Channel::result, out, bytes));
 }
@@ -175,7 +175,7 @@ void halving_doubling_reduce_scatter(Context& ctx, const Group& g, const void* s
   halving(ctx, g, b, in, acc, dt, op);
   // acc now holds this virtual rank's blocks: the partner's (if folded) and its own.
   const Span own = span_of(b, {vr, vr + 1});
-  if (op == ReduceOp::avg) finish_avg(dt, acc + own.begin * esz, own.size, p);
+  if (op == ReduceOp::avg) kernels::finish_avg(dt, acc + own.begin * esz, own.size, p);
   RequestPtr s;
   if (partner >= 0) s = ctx.send(g.rank(partner), Channel::result, acc + static_cast<std::size_t>(partner) * block, block);
   std::memcpy(recv, acc + static_cast<std::size_t>(me) * block, block);

@@ -6,7 +6,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 
 namespace strata::collectives {
 
@@ -25,7 +25,7 @@ void recursive_doubling_allreduce(Context& ctx, const Group& g, const void* send
     const auto s = ctx.send(g.rank(peer), Channel::data, acc, bytes);
     ctx.wait_all({r, s});
     ctx.expect_bytes(r, bytes);
-    reduce(dt, op, acc, acc, tmp, count);
+    kernels::reduce(dt, op, acc, acc, tmp, count);
   };
 
   int vr;  // rank among the p2 that take part in the doubling
@@ -40,7 +40,7 @@ void recursive_doubling_allreduce(Context& ctx, const Group& g, const void* send
     const auto r = ctx.recv(g.rank(me - 1), Channel::data, tmp, bytes);
     ctx.wait(r);
     ctx.expect_bytes(r, bytes);
-    reduce(dt, op, acc, acc, tmp, count);
+    kernels::reduce(dt, op, acc, acc, tmp, count);
     vr = me / 2;
   } else {
     vr = me - rem;
@@ -49,7 +49,7 @@ void recursive_doubling_allreduce(Context& ctx, const Group& g, const void* send
     const int pv = vr ^ mask;
     exchange(pv < rem ? 2 * pv + 1 : pv + rem);
   }
-  if (op == ReduceOp::avg) finish_avg(dt, acc, count, p);
+  if (op == ReduceOp::avg) kernels::finish_avg(dt, acc, count, p);
   if (me < 2 * rem) ctx.wait(ctx.send(g.rank(me - 1), Channel::result, acc, bytes));
 }
 

@@ -7,7 +7,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 
 namespace strata::collectives {
 
@@ -72,7 +72,7 @@ void reduce_scatter_core(Context& ctx, const Group& g, const char* send, const L
       ctx.wait(r);
       const std::size_t off = L.chunk_off(s, c) * esz, len = L.chunk_len(s, c);
       ctx.expect_bytes(r, len * esz);
-      reduce(dt, op, dst + off, mine + off, slot[k % 2] + c * L.stride * esz, len);
+      kernels::reduce(dt, op, dst + off, mine + off, slot[k % 2] + c * L.stride * esz, len);
       if (k + 2 < p - 1) post_recv(k + 2, c);
       if (k + 1 < p - 1) post_send(k + 1, c, dst);
     }
@@ -152,7 +152,7 @@ void ring_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
                       [&](int s) { return out + L.seg_begin(s) * esz; });
   // Dividing before the allgather means one rank divides each segment: all ranks then
   // hold the same bits, and the work is 1/p of the vector.
-  if (op == ReduceOp::avg) finish_avg(dt, out + L.seg_begin(own) * esz, L.seg_size(own), g.size());
+  if (op == ReduceOp::avg) kernels::finish_avg(dt, out + L.seg_begin(own) * esz, L.seg_size(own), g.size());
   allgather.run();
 }
 
@@ -166,7 +166,7 @@ void ring_reduce_scatter(Context& ctx, const Group& g, const void* send, void* r
   reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1, [&](int s) {
     return s == g.me ? static_cast<char*>(recv) : partial + L.seg_begin(s) * esz;
   });
-  if (op == ReduceOp::avg) finish_avg(dt, recv, recvcount, g.size());
+  if (op == ReduceOp::avg) kernels::finish_avg(dt, recv, recvcount, g.size());
 }
 
 void ring_allgather(Context& ctx, const Group& g, const void* send, void* recv,
@@ -207,7 +207,7 @@ void ring_reduce(Context& ctx, const Group& g, const void* send, void* recv, std
   char* base = is_root ? static_cast<char*>(recv) : static_cast<char*>(ctx.scratch(2, count * esz));
   reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1,
                       [&](int s) { return base + L.seg_begin(s) * esz; });
-  if (op == ReduceOp::avg) finish_avg(dt, base + L.seg_begin(g.me) * esz, L.seg_size(g.me), g.size());
+  if (op == ReduceOp::avg) kernels::finish_avg(dt, base + L.seg_begin(g.me) * esz, L.seg_size(g.me), g.size());
   if (!is_root) {
     ctx.wait(ctx.send(g.rank(root), Channel::result, base + L.seg_begin(g.me) * esz,
                       L.seg_size(g.me) * esz));

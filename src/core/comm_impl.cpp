@@ -6,9 +6,9 @@
 
 #include <boost/system/system_error.hpp>
 
-#include "core/config.hpp"
-#include "core/log.hpp"
-#include "core/sys_errors.hpp"
+#include "base/config.hpp"
+#include "base/log.hpp"
+#include "base/sys_errors.hpp"
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
 #include "hierarchy/hierarchical.hpp"
@@ -46,8 +46,7 @@ CommImpl::CommImpl(const Setup& s)
       size_(s.size),
       kind_(resolve_transport(s.options.transport)),
       timeout_(resolve_timeout(s.options.timeout)),
-      chunk_bytes_(static_cast<std::size_t>(std::clamp<std::int64_t>(config::get_int("chunk_bytes"), 4096,
-                                                                       std::int64_t{1} << 30))),
+      chunk_bytes_(static_cast<std::size_t>(config::get(config::chunk_bytes))),
       send_seq_(static_cast<std::size_t>(std::max(s.size, 0))),
       recv_seq_(static_cast<std::size_t>(std::max(s.size, 0))) {
   if (size_ < 1) throw InvalidArgument("communicator size " + std::to_string(size_) + " must be at least 1");
@@ -55,7 +54,7 @@ CommImpl::CommImpl(const Setup& s)
     throw InvalidArgument("rank " + std::to_string(rank_) + " is out of range for size " + std::to_string(size_));
   log::set_rank(rank_);
   try {
-    default_compression_ = Compression::parse(config::get_string("compress"));
+    default_compression_ = Compression::parse(config::get(config::compress));
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(std::string("STRATA_COMPRESS: ") + e.what());
   }
@@ -125,7 +124,7 @@ void CommImpl::ensure_descriptors() {
   // each way across regions, and rank 0 holds one store connection per process.
   const std::uint64_t procs = static_cast<std::uint64_t>(size_ + servers_);
   const std::uint64_t streams =
-      config::get_int("wan_link") == 0 ? 0 : static_cast<std::uint64_t>(std::max<std::int64_t>(config::get_int("wan_streams"), 4));
+      config::get(config::wan_link) == 0 ? 0 : static_cast<std::uint64_t>(std::max<std::int64_t>(config::get(config::wan_streams), 4));
   const std::uint64_t want = 64 + procs * (2 + 2 * streams) + (rank_ == 0 ? procs : 0);
   const std::uint64_t have = sys::raise_open_file_limit(want);
   if (have != 0 && have < want)
@@ -136,7 +135,7 @@ void CommImpl::ensure_descriptors() {
 
 void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadline) {
   configure_spin();  // probes wait for round trips the way collectives wait for messages
-  topology::ProbeInputs in;
+  probe::ProbeInputs in;
   in.rank = rank_;
   in.size = size_;
   in.localities = &localities_;
@@ -145,13 +144,13 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   in.deadline = deadline;
   in.file = topo_file_ ? &*topo_file_ : nullptr;
   // What else changes the figures of the same ranks: the fabric and the WAN link's shape.
-  in.cache_key = std::string("transport=") + transport_->name() + " wan_link=" + config::get_string("wan_link") +
-                 " wan_streams=" + config::get_string("wan_streams") + " wan_emulate=" + config::get_string("wan_emulate");
-  auto figures = topology::agree_figures(in, &probe_report_);
+  in.cache_key = std::string("transport=") + transport_->name() + " wan_link=" + config::text(config::wan_link) +
+                 " wan_streams=" + config::text(config::wan_streams) + " wan_emulate=" + config::get(config::wan_emulate);
+  auto figures = probe::agree_figures(in, &probe_report_);
   // Every rank of a communicator spanning regions waits the same way, so all add the same.
   figures.wait_alpha = std::chrono::duration<double>(transport_->wait_latency()).count();
   selector_ = std::make_unique<topology::Selector>(
-      std::move(figures), localities_, topology::parse_algorithm_rules(config::get_string("algo"), "STRATA_ALGO", true));
+      std::move(figures), localities_, topology::parse_algorithm_rules(config::get(config::algo), "STRATA_ALGO", true));
   world_ = collectives::Group::world(rank_, size_);
   for (int j = 0; j < servers_; ++j) world_.servers.push_back(size_ + j);
   selector_->add_group(world_);
@@ -162,10 +161,10 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   if (rank_ == 0 && log::enabled(log::Level::info)) {
     const auto& f = selector_->figures();
     std::string s = "link figures (" +
-                    std::string(probe_report_.how == topology::ProbeReport::How::probed   ? "probed"
-                                : probe_report_.how == topology::ProbeReport::How::cached ? "cached"
+                    std::string(probe_report_.how == probe::ProbeReport::How::probed   ? "probed"
+                                : probe_report_.how == probe::ProbeReport::How::cached ? "cached"
                                                                                            : "not probed: ") +
-                    (probe_report_.how == topology::ProbeReport::How::skipped ? probe_report_.why : "") + ", " +
+                    (probe_report_.how == probe::ProbeReport::How::skipped ? probe_report_.why : "") + ", " +
                     std::to_string(probe_report_.seconds * 1e3) + " ms):";
     for (int c = 0; c < topology::kLinkClasses; ++c) {
       const auto& l = f.link[c];
@@ -181,12 +180,12 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
 void CommImpl::plan_levels() {
   topo_file_ = topology::load_topology_from_env(size_);
   if (topo_file_) localities_ = topology::apply_placements(*topo_file_, std::move(localities_));
-  plan_ = hierarchy::make_plan(localities_, rank_, hierarchy::parse_choice(config::get_string("algo")));
+  plan_ = hierarchy::make_plan(localities_, rank_, hierarchy::parse_choice(config::get(config::algo)));
   if (plan_ && rank_ == 0) log::info(plan_->describe());
 }
 
 void CommImpl::configure_spin() {
-  transport::set_spin(std::chrono::microseconds(std::max<std::int64_t>(0, config::get_int("spin_us"))));
+  transport::set_spin(std::chrono::microseconds(config::get(config::spin_us)));
 }
 
 const Locality& CommImpl::locality(int r) const {

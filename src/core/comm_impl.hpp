@@ -18,7 +18,7 @@
 #include "hierarchy/plan.hpp"
 #include "quant/error_feedback.hpp"
 #include "strata/communicator.hpp"
-#include "topology/probe.hpp"
+#include "probe/probe.hpp"
 #include "topology/selector.hpp"
 #include "topology/topology_file.hpp"
 #include "transport/transport.hpp"
@@ -60,7 +60,7 @@ class CommImpl {
   // The algorithm selector every rank built from the same probed figures, and how this
   // rank came by them (tests, strata-plan).
   const topology::Selector& selector() const { return *selector_; }
-  const topology::ProbeReport& probe_report() const { return probe_report_; }
+  const probe::ProbeReport& probe_report() const { return probe_report_; }
   // The hierarchical plan, if the communicator runs one.
   const std::optional<hierarchy::Plan>& plan() const { return plan_; }
 
@@ -92,7 +92,7 @@ class CommImpl {
   std::optional<hierarchy::Plan> plan_;  // none: flat algorithms only
   std::optional<topology::TopologyFile> topo_file_;  // STRATA_TOPO_FILE
   std::unique_ptr<topology::Selector> selector_;
-  topology::ProbeReport probe_report_;
+  probe::ProbeReport probe_report_;
   collectives::Group world_;
   Compression default_compression_;      // STRATA_COMPRESS
   quant::ErrorFeedback feedback_;        // engine thread only

@@ -10,11 +10,10 @@
 #include "bootstrap/launch_env.hpp"
 #include "collectives/registry.hpp"
 #include "core/comm_impl.hpp"
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "core/unique_id.hpp"
 #include "quant/compression.hpp"
 #include "strata/errors.hpp"
-#include "strata/server.hpp"
 #include "topology/algorithm_rules.hpp"
 
 namespace strata {
@@ -166,13 +165,12 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, con
 }
 
 Communicator Communicator::from_env(const CommOptions& opts) {
-  if (is_server_process()) {
-    // One script for both roles (include/strata/server.hpp): a server never returns a
-    // communicator; it serves until the workers are done and the process ends there.
-    const ServerStats st = serve_from_env(opts);
-    log::info("dedicated server done: " + std::to_string(st.operations) + " collectives");
-    std::exit(0);
-  }
+  // A dedicated server joins no communicator, and the library does not end a process
+  // for its caller: the program asks strata::is_server_process() and serves instead.
+  if (bootstrap::is_server_role())
+    throw InvalidArgument("Communicator::from_env: STRATA_ROLE=server marks this process as a dedicated parameter "
+                          "server, which joins no communicator; call strata::serve_from_env() when "
+                          "strata::is_server_process() (include/strata/server.hpp)");
   const auto info = bootstrap::discover_launch();
   return Communicator(info.rank, info.size, info.root, opts);
 }

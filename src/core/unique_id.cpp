@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bootstrap/tcp_store.hpp"
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata {
@@ -23,7 +23,7 @@ constexpr const char* kMagic = "strata1";
 
 // A non-loopback IPv4 address of this host if there is one, so ids work across hosts.
 std::string advertised_host() {
-  const std::string configured = config::get_string("socket_ifaddr");
+  const std::string configured = config::get(config::socket_ifaddr);
   if (!configured.empty()) return configured;
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);

@@ -6,10 +6,11 @@
 
 #include "bootstrap.pb.h"
 #include "bootstrap/launch_env.hpp"
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 #include "wan/routed_transport.hpp"
+#include "wan/wan_transport.hpp"
 
 namespace strata::detail {
 
@@ -35,23 +36,17 @@ std::string absent(const std::string& msg, const std::string& kind) {
 
 TransportKind resolve_transport(TransportKind k) {
   if (k != TransportKind::automatic) return k;
-  const std::string v = config::get_string("transport");
-  if (v == "ucx") return TransportKind::ucx;
-  if (v == "tcp") return TransportKind::tcp;
-  throw InvalidArgument("STRATA_TRANSPORT='" + v + "' is not one of ucx, tcp");
+  return config::get(config::transport) == "tcp" ? TransportKind::tcp : TransportKind::ucx;
 }
 
 std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds t) {
   if (t.count() > 0) return t;
-  const double s = config::get_real("timeout_s");
-  if (!(s > 0)) throw InvalidArgument("STRATA_TIMEOUT_S must be positive");
+  const double s = config::get(config::timeout_s);
   return std::chrono::milliseconds(static_cast<long long>(s * 1000));
 }
 
 int configured_servers() {
-  const auto s = config::get_int("servers");
-  if (s < 0 || s > 4096) throw InvalidArgument("STRATA_SERVERS=" + std::to_string(s) + " is not in 0..4096");
-  return static_cast<int>(s);
+  return static_cast<int>(config::get(config::servers));
 }
 
 std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
@@ -113,8 +108,8 @@ std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, Tra
                                           localities[static_cast<std::size_t>(w.me)].region;
     any_remote = any_remote || remote[static_cast<std::size_t>(r)];
   }
-  if (any_remote && config::get_int("wan_link") != 0)
-    t = std::make_unique<wan::RoutedTransport>(std::move(t), transport::make_wan_transport(w.me, w.size(), store, deadline),
+  if (any_remote && config::get(config::wan_link) != 0)
+    t = std::make_unique<wan::RoutedTransport>(std::move(t), wan::make_wan_transport(w.me, w.size(), store, deadline),
                                                std::move(remote));
   // Nobody may leave (and rank 0 may not stop the store) before everyone is connected.
   store.set("ready/" + std::to_string(w.me), "1");

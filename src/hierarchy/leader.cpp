@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "collectives/algorithms.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "quant/compressed_allreduce.hpp"
 
@@ -84,7 +84,7 @@ void leader_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, quant::
                                 feedback, quant::Shard{0, a.count}, a.op, plan.world_size);
   } else if (at_top(plan)) {
     run(ctx, plan.mine.back(), CollectiveKind::allreduce, src, a.recv, a.count, a.dtype, partial);
-    if (a.op == ReduceOp::avg) collectives::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
+    if (a.op == ReduceOp::avg) kernels::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
   }
   broadcast_down(ctx, plan, levels, a.recv, a.count, a.dtype);
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::hierarchy {
@@ -21,7 +21,7 @@ RingStage::RingStage(Context& ctx, const Group& g, char* buf, std::size_t n, Dat
     : ctx_(ctx), g_(g), buf_(buf), n_(n), esz_(dtype_size(dt)), dt_(dt), op_(op), ch_(ch),
       avg_divisor_(avg_divisor) {
   if (g.size() == 1 || n == 0) {
-    if (avg_divisor > 0) finish_avg(dt, buf, n, avg_divisor);
+    if (avg_divisor > 0) kernels::finish_avg(dt, buf, n, avg_divisor);
     finished_ = true;
     return;
   }
@@ -71,12 +71,12 @@ void RingStage::poll() {
     ctx_.expect_bytes(recv_, len * esz_);
     if (step_ < p - 1) {
       char* dst = buf_ + piece_begin(n_, parts, static_cast<std::size_t>(seg)) * esz_;
-      reduce(dt_, op_, dst, dst, staging_.get(), len);
+      kernels::reduce(dt_, op_, dst, dst, staging_.get(), len);
     }
     recv_.reset();
     ++step_;
     if (step_ == p - 1 && avg_divisor_ > 0)
-      finish_avg(dt_, buf_ + piece_begin(n_, parts, static_cast<std::size_t>(g_.me)) * esz_,
+      kernels::finish_avg(dt_, buf_ + piece_begin(n_, parts, static_cast<std::size_t>(g_.me)) * esz_,
                  piece_size(n_, parts, static_cast<std::size_t>(g_.me)), avg_divisor_);
   }
 }

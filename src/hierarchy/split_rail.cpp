@@ -8,8 +8,8 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
-#include "core/config.hpp"
+#include "kernels/reduce.hpp"
+#include "base/config.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "hierarchy/plan_cost.hpp"
 #include "hierarchy/ring_stage.hpp"
@@ -55,7 +55,7 @@ std::size_t block_index(const Plan& p, int q) {
 // cost model when it runs one (plan_cost.hpp), else by STRATA_SMALL_BYTES alone.
 bool latency_path(const Plan& plan, CollectiveKind kind, std::size_t bytes) {
   if (plan.pricing) return prefers_latency_path(*plan.pricing, kind, bytes);
-  return bytes <= static_cast<std::size_t>(config::get_int("small_bytes"));
+  return bytes <= static_cast<std::size_t>(config::get(config::small_bytes));
 }
 
 // Clears the context's background work however the pipeline ends.
@@ -80,7 +80,7 @@ void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
       collectives::run_collective(ctx, g, CollArgs{CollectiveKind::allreduce, src, out, a.count, a.dtype, partial, 0, {}});
       src = out;
     }
-    if (avg_div) collectives::finish_avg(a.dtype, out, a.count, avg_div);
+    if (avg_div) kernels::finish_avg(a.dtype, out, a.count, avg_div);
     return;
   }
 
@@ -88,7 +88,7 @@ void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
   // distinct among the segments in flight. With no level below the region, segments
   // still pay: several stages in flight keep every ring step's link busy.
   const std::size_t seg_elems = std::max<std::size_t>(
-      {std::size_t{1}, static_cast<std::size_t>(config::get_int("segment_bytes")) / esz,
+      {std::size_t{1}, static_cast<std::size_t>(config::get(config::segment_bytes)) / esz,
        (a.count + transport::kStageChannels - 1) / transport::kStageChannels});
   const std::size_t segments = (a.count + seg_elems - 1) / seg_elems;
   const Group& top = plan.mine.back();
@@ -177,7 +177,7 @@ void split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a
                                             tmp + r.off * esz, r.n, a.dtype, partial);
   }
   std::memcpy(a.recv, tmp + ranges.back().off * esz, block);
-  if (a.op == ReduceOp::avg) collectives::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
+  if (a.op == ReduceOp::avg) kernels::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
 }
 
 void split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {

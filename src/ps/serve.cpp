@@ -2,20 +2,15 @@
 // workers + index, then run the shard loop until every worker has closed.
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/tcp_store.hpp"
-#include "core/config.hpp"
-#include "core/log.hpp"
+#include "base/config.hpp"
+#include "base/log.hpp"
 #include "core/world_join.hpp"
 #include "ps/shard_server.hpp"
 #include "strata/errors.hpp"
 
 namespace strata {
 
-bool is_server_process() {
-  const std::string role = config::get_string("role");
-  if (role != "worker" && role != "server")
-    throw InvalidArgument("STRATA_ROLE='" + role + "' is not one of worker, server");
-  return role == "server";
-}
+bool is_server_process() { return bootstrap::is_server_role(); }
 
 ServerStats serve(const ServerOptions& o) {
   if (o.servers < 1) throw InvalidArgument("serve: servers=" + std::to_string(o.servers) + " must be at least 1");
@@ -33,7 +28,7 @@ ServerStats serve(const ServerOptions& o) {
   const detail::WorldShape w{o.workers + o.index, o.workers, o.servers};
   const auto localities = detail::exchange_localities(store, w, deadline, timeout);
   auto t = detail::connect_world(store, kind, w, localities, deadline);
-  transport::set_spin(std::chrono::microseconds(std::max<std::int64_t>(0, config::get_int("spin_us"))));
+  transport::set_spin(std::chrono::microseconds(config::get(config::spin_us)));
   log::info("dedicated server " + std::to_string(o.index) + " of " + std::to_string(o.servers) + " serving " +
             std::to_string(o.workers) + " workers over " + t->name());
   ps::ShardServer server(*t, o.workers, o.index, o.servers, timeout);

@@ -6,7 +6,7 @@
 #include <new>
 #include <optional>
 
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::ps {
@@ -135,8 +135,8 @@ void ShardServer::serve(const PushHeader& h) {
     // Worker order, whatever order the pushes arrived in: the same bits on every run.
     char* sum = slot(0) + (piece.begin - shard.begin) * esz;
     for (int w = 1; w < workers_; ++w)
-      collectives::reduce(h.dtype, h.reduce, sum, sum, slot(w) + (piece.begin - shard.begin) * esz, piece.size);
-    if (h.reduce == ReduceOp::avg) collectives::finish_avg(h.dtype, sum, piece.size, workers_);
+      kernels::reduce(h.dtype, h.reduce, sum, sum, slot(w) + (piece.begin - shard.begin) * esz, piece.size);
+    if (h.reduce == ReduceOp::avg) kernels::finish_avg(h.dtype, sum, piece.size, workers_);
     for (int w = 0; w < workers_; ++w) {
       const Range out = intersect(piece, L.pull(w));
       if (out.size == 0) continue;

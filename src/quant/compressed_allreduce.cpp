@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "collectives/patterns.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 #include "quant/compression.hpp"
 
 namespace strata::quant {
@@ -158,7 +158,7 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
   // Independent rounding noise per rank and per call, yet reproducible run to run.
   st.seed = (ctx.seq() + 1) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(ctx.my_rank()) << 32 ^ shard.offset;
   compressed_allreduce(ctx, g, buf, n, st);
-  if (op == ReduceOp::avg) collectives::finish_avg(DataType::f32, buf, n, avg_divisor);
+  if (op == ReduceOp::avg) kernels::finish_avg(DataType::f32, buf, n, avg_divisor);
 }
 
 }  // namespace strata::quant

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "quant/kernels.hpp"
+#include "kernels/quant.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::quant {

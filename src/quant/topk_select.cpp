@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "quant/kernels.hpp"
+#include "kernels/quant.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::quant {

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "quant/codec.hpp"
-#include "quant/kernels.hpp"
+#include "kernels/quant.hpp"
 
 namespace strata::quant {
 

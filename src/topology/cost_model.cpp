@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/config.hpp"
+#include "base/config.hpp"
 
 namespace strata::topology {
 
@@ -243,8 +243,8 @@ Figures default_figures() {
   Figures f;
   for (const auto& row : kDefaults) f.of(row.cls) = LinkFigure{{row.alpha, row.beta, row.gap}, Source::builtin};
   f.gamma = kDefaultGamma;
-  f.chunk_bytes = static_cast<std::size_t>(std::max<std::int64_t>(4096, config::get_int("chunk_bytes")));
-  f.small_bytes = static_cast<std::size_t>(std::max<std::int64_t>(0, config::get_int("small_bytes")));
+  f.chunk_bytes = static_cast<std::size_t>(config::get(config::chunk_bytes));
+  f.small_bytes = static_cast<std::size_t>(config::get(config::small_bytes));
   return f;
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/config.hpp"
 #include "strata/errors.hpp"
 #include "topology.pb.h"
 
@@ -270,8 +271,8 @@ TopologyFile load_topology_file(const std::string& path, int world_size) {
 }
 
 std::optional<TopologyFile> load_topology_from_env(int world_size) {
-  const char* path = std::getenv("STRATA_TOPO_FILE");
-  if (path == nullptr || *path == '\0') return std::nullopt;
+  const std::string path = config::get(config::topo_file);
+  if (path.empty()) return std::nullopt;
   return load_topology_file(path, world_size);
 }
 

@@ -1,12 +1,12 @@
 #include "transport/address_exchange.hpp"
 
 #include "bootstrap/tcp_store.hpp"
-#include "core/config.hpp"
+#include "base/config.hpp"
 
 namespace strata::transport {
 
 std::string listen_host(bootstrap::Store& store) {
-  const std::string configured = config::get_string("socket_ifaddr");
+  const std::string configured = config::get(config::socket_ifaddr);
   if (!configured.empty()) return configured;
   auto* s = &store;
   if (auto* prefixed = dynamic_cast<bootstrap::PrefixStore*>(s)) s = prefixed->inner();

@@ -8,7 +8,7 @@
 
 #include <chrono>
 
-#include "core/asio.hpp"
+#include "base/asio.hpp"
 
 namespace strata::transport {
 

@@ -1,4 +1,5 @@
-// Creates the transport a communicator asked for. Each implementation publishes its
+// Creates the transport a communicator asked for inside a region (the link between
+// regions is wan/wan_transport.hpp's). Each implementation publishes its
 // address under "<name>/<rank>" in the store and reads everyone else's.
 #pragma once
 
@@ -13,10 +14,6 @@ namespace strata::transport {
 std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Store& store,
                                               Clock::time_point deadline);
 std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline);
-// The inter-region link (src/wan/): K striped TCP streams per peer, configured by
-// STRATA_WAN_*; publishes "wan/<rank>".
-std::unique_ptr<Transport> make_wan_transport(int rank, int size, bootstrap::Store& store,
                                               Clock::time_point deadline);
 
 inline std::unique_ptr<Transport> make_transport(TransportKind kind, int rank, int size,

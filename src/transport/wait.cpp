@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "strata/errors.hpp"
 #include "transport/transport.hpp"
 

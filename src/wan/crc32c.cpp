@@ -3,7 +3,7 @@
 #include <array>
 #include <cstring>
 
-#include "core/cpu_features.hpp"
+#include "base/cpu_features.hpp"
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>

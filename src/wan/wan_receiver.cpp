@@ -4,7 +4,7 @@
 // delivered; messages are matched to receives in message-id order per peer.
 #include <cstring>
 
-#include "core/accept_loop.hpp"
+#include "base/accept_loop.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/wan_transport.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "bootstrap/tcp_store.hpp"
-#include "core/sys_errors.hpp"
+#include "base/sys_errors.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/striping.hpp"
 #include "wan/wan_transport.hpp"

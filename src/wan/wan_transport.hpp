@@ -29,37 +29,21 @@
 #include <vector>
 
 #include "bootstrap/store.hpp"
-#include "core/asio.hpp"
-#include "core/sys_errors.hpp"
+#include "base/asio.hpp"
+#include "base/sys_errors.hpp"
 #include "transport/abort_state.hpp"
 #include "transport/asio_waiter.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/transport.hpp"
 #include "wan/emulation.hpp"
 #include "wan/frame.hpp"
+#include "wan/wan_options.hpp"
 
 namespace strata::wan {
 
 using transport::Clock;
 using transport::RequestPtr;
 using transport::Tag;
-
-inline constexpr int kMaxStreams = 64;
-
-struct WanOptions {
-  int streams = 4;
-  std::size_t stripe_bytes = 512u << 10;
-  int socket_buffer = 8 << 20;  // SO_SNDBUF / SO_RCVBUF
-  std::size_t window = 64u << 20;  // unacknowledged bytes per stream (emulation may lower)
-  std::chrono::milliseconds reconnect_for{std::chrono::seconds(60)};  // then the peer fails
-  // Staging memory for messages that arrive before their receive, all peers together; a
-  // message that does not fit stalls its stream until its receive is posted.
-  std::size_t unexpected_bytes = std::size_t{1} << 30;
-  Emulation emulation;
-};
-
-// Reads STRATA_WAN_* (throws InvalidArgument naming a bad variable).
-WanOptions wan_options_from_config();
 
 class WanRequest : public transport::Request {
  public:
@@ -299,5 +283,8 @@ std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size,
                                                          bootstrap::Store& store,
                                                          Clock::time_point deadline,
                                                          const WanOptions& options);
+// The same with STRATA_WAN_*'s options; publishes "wan/<rank>".
+std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size, bootstrap::Store& store,
+                                                         Clock::time_point deadline);
 
 }  // namespace strata::wan

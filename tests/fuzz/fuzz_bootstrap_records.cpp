@@ -9,7 +9,7 @@
 #include <string>
 
 #include "bootstrap.pb.h"
-#include "topology/probe.hpp"
+#include "topology/figures.hpp"
 
 namespace topo = strata::topology;
 

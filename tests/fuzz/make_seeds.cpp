@@ -20,7 +20,7 @@
 #include "collectives/ps_protocol.hpp"
 #include "quant/codec.hpp"
 #include "quant/error_feedback.hpp"
-#include "topology/probe.hpp"
+#include "topology/figures.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/frame.hpp"
 

@@ -23,12 +23,13 @@
 #include "bootstrap.pb.h"
 #include "bootstrap/file_store.hpp"
 #include "bootstrap/tcp_store.hpp"
-#include "core/asio.hpp"
+#include "base/asio.hpp"
 #include "fork_ranks.hpp"
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
 #include "transport/factory.hpp"
 #include "wan/frame.hpp"
+#include "wan/wan_transport.hpp"
 
 namespace strata::test {
 namespace {
@@ -227,7 +228,7 @@ void oversized_announcement(TransportKind kind, bool wan) {
       return;
     }
     auto t = kind == TransportKind::tcp && !wan ? transport::make_transport(kind, rank, 3, store, Clock::now() + 20s)
-                                               : transport::make_wan_transport(rank, 3, store, Clock::now() + 20s);
+                                               : wan::make_wan_transport(rank, 3, store, Clock::now() + 20s);
     const std::vector<unsigned char> msg(100000, 7);
     if (rank == 2) {
       store.get("announced", Clock::now() + 20s);

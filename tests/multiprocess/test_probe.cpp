@@ -13,12 +13,12 @@
 #include "fork_ranks.hpp"
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
-#include "topology/probe.hpp"
+#include "probe/probe.hpp"
 
 namespace strata::test {
 namespace {
 
-using topology::ProbeReport;
+using probe::ProbeReport;
 
 detail::CommImpl::Setup setup(int rank, int size, const std::string& root) {
   detail::CommImpl::Setup s;

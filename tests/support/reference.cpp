@@ -4,7 +4,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/half.hpp"
+#include "base/half.hpp"
 
 namespace strata::test {
 

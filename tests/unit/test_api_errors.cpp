@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "fork_ranks.hpp"
+#include "strata/server.hpp"
+#include "strata/strata.h"
 #include "strata/strata.hpp"
 
 namespace strata {
@@ -151,6 +153,34 @@ TEST(Construction, FromEnvWithoutLauncher) {
   EXPECT_NE(invalid([] { Communicator::from_env(); }).find("no rendezvous address"), std::string::npos);
   ::unsetenv("OMPI_COMM_WORLD_RANK");
   ::unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
+TEST(Construction, SettingsOutsideTheirRangeAreNamed) {
+  ::setenv("STRATA_CHUNK_BYTES", "100", 1);
+  EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }),
+            "STRATA_CHUNK_BYTES=100 is outside [4096, 1073741824]");
+  ::setenv("STRATA_CHUNK_BYTES", "4k", 1);
+  EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }), "STRATA_CHUNK_BYTES='4k' is not an integer");
+  ::unsetenv("STRATA_CHUNK_BYTES");
+  ::setenv("STRATA_TIMEOUT_S", "0", 1);
+  EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }), "STRATA_TIMEOUT_S=0 is outside [0.001, 1000000000]");
+  ::unsetenv("STRATA_TIMEOUT_S");
+}
+
+TEST(Construction, ServerProcessServesInsteadOfJoining) {
+  ::setenv("STRATA_ROLE", "server", 1);
+  EXPECT_TRUE(is_server_process());
+  // The library never ends the process for a server: from_env says what to call instead.
+  EXPECT_NE(invalid([] { Communicator::from_env(); }).find("call strata::serve_from_env()"), std::string::npos);
+  int yes = -1;
+  EXPECT_EQ(strataIsServerProcess(&yes), strataSuccess);
+  EXPECT_EQ(yes, 1);
+  ::setenv("STRATA_ROLE", "scheduler", 1);
+  EXPECT_EQ(invalid([] { is_server_process(); }), "STRATA_ROLE='scheduler' is not one of worker, server");
+  EXPECT_EQ(strataIsServerProcess(&yes), strataInvalidArgument);
+  EXPECT_EQ(strataIsServerProcess(nullptr), strataInvalidArgument);
+  ::unsetenv("STRATA_ROLE");
+  EXPECT_FALSE(is_server_process());
 }
 
 TEST(Construction, UniqueIdRoundTrip) {

@@ -7,7 +7,7 @@
 
 #include "collectives/registry.hpp"
 #include "topology/cost_model.hpp"
-#include "topology/probe.hpp"
+#include "topology/figures.hpp"
 #include "topology/topology_file.hpp"
 
 namespace strata::topology {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/half.hpp"
+#include "base/half.hpp"
 #include "perf_data.hpp"
 #include "perf_options.hpp"
 #include "perf_report.hpp"

@@ -14,7 +14,8 @@
 
 #include "quant/codec.hpp"
 #include "quant/convert.hpp"
-#include "quant/kernels.hpp"
+#include "kernels/isa.hpp"
+#include "kernels/quant.hpp"
 #include "strata/errors.hpp"
 
 namespace {
@@ -263,7 +264,7 @@ TEST(QuantCodec, EncodeRejectsSmallOutput) {
 // Every kernel variant must produce the same bytes and the same decoded bits, including
 // for NaN, infinities, subnormals and signed zeros.
 TEST(QuantCodec, KernelVariantsAgreeBitwise) {
-  if (!q::kernels::isa_supported(q::kernels::Isa::avx2)) GTEST_SKIP() << "no AVX2";
+  if (!strata::kernels::isa_supported(strata::kernels::Isa::avx2)) GTEST_SKIP() << "no AVX2";
   auto x = normal(100003, 13);
   x[5] = std::numeric_limits<float>::quiet_NaN();
   x[600] = -std::numeric_limits<float>::infinity();
@@ -277,13 +278,13 @@ TEST(QuantCodec, KernelVariantsAgreeBitwise) {
     std::vector<std::byte> w[2];
     std::vector<float> d[2], a[2];
     for (int v = 0; v < 2; ++v) {
-      const auto prev = q::kernels::set_isa(v == 0 ? q::kernels::Isa::generic : q::kernels::Isa::avx2);
+      const auto prev = strata::kernels::set_isa(v == 0 ? strata::kernels::Isa::generic : strata::kernels::Isa::avx2);
       c->encode(x, w[v], 5);
       d[v].assign(x.size(), 0.0f);
       c->decode(w[0], d[v]);
       a[v] = x;
       c->decode_add(w[0], a[v]);
-      q::kernels::set_isa(prev);
+      strata::kernels::set_isa(prev);
     }
     EXPECT_EQ(w[0], w[1]) << spec;
     EXPECT_EQ(0, std::memcmp(d[0].data(), d[1].data(), 4 * x.size())) << spec;

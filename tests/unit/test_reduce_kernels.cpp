@@ -18,23 +18,23 @@
 #include <string>
 #include <vector>
 
-#include "collectives/reduce_kernels.hpp"
-#include "core/half.hpp"
+#include "kernels/reduce.hpp"
+#include "base/half.hpp"
 #include "strata/errors.hpp"
 #include "strata/types.hpp"
 
-namespace strata::collectives {
+namespace strata::kernels {
 // Readable parameter names in gtest's failure messages.
-void PrintTo(KernelIsa isa, std::ostream* os) { *os << to_string(isa); }
-}  // namespace strata::collectives
+void PrintTo(Isa isa, std::ostream* os) { *os << to_string(isa); }
+}  // namespace strata::kernels
 
 namespace {
 
 using strata::DataType;
 using strata::ReduceOp;
-using strata::collectives::KernelIsa;
+using strata::kernels::Isa;
 namespace core = strata::core;
-namespace coll = strata::collectives;
+namespace coll = strata::kernels;
 
 constexpr DataType kAllTypes[] = {DataType::f32, DataType::f64, DataType::f16, DataType::bf16,
                                   DataType::i8,  DataType::u8,  DataType::i32, DataType::i64};
@@ -46,9 +46,9 @@ bool valid_combo(DataType dt, ReduceOp op) {
   return op != ReduceOp::avg || strata::is_floating(dt);
 }
 
-std::vector<KernelIsa> supported_isas() {
-  std::vector<KernelIsa> v{KernelIsa::generic};
-  if (coll::kernel_isa_supported(KernelIsa::avx2)) v.push_back(KernelIsa::avx2);
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> v{Isa::generic};
+  if (coll::isa_supported(Isa::avx2)) v.push_back(Isa::avx2);
   return v;
 }
 
@@ -289,7 +289,7 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-std::string label(KernelIsa isa, DataType dt, ReduceOp op, std::size_t n) {
+std::string label(Isa isa, DataType dt, ReduceOp op, std::size_t n) {
   return std::string(coll::to_string(isa)) + " " + strata::to_string(dt) + " " +
          strata::to_string(op) + " n=" + std::to_string(n);
 }
@@ -309,10 +309,10 @@ void expect_matches(DataType dt, ReduceOp op, const Buffer& a, const Buffer& b, 
 
 // ---- reduce ----
 
-class ReduceKernels : public ::testing::TestWithParam<KernelIsa> {};
+class ReduceKernels : public ::testing::TestWithParam<Isa> {};
 
 TEST_P(ReduceKernels, EveryTypeAndOpMatchesModel) {
-  const KernelIsa isa = GetParam();
+  const Isa isa = GetParam();
   std::mt19937_64 rng(42);
   for (DataType dt : kAllTypes) {
     for (ReduceOp op : kAllOps) {
@@ -329,7 +329,7 @@ TEST_P(ReduceKernels, EveryTypeAndOpMatchesModel) {
 
 // Start one element in, so the vector loops see a different alignment and remainder.
 TEST_P(ReduceKernels, OffsetBuffers) {
-  const KernelIsa isa = GetParam();
+  const Isa isa = GetParam();
   std::mt19937_64 rng(7);
   constexpr std::size_t n = 1000;
   for (DataType dt : kAllTypes) {
@@ -349,7 +349,7 @@ TEST_P(ReduceKernels, OffsetBuffers) {
 }
 
 TEST_P(ReduceKernels, InPlaceAliasing) {
-  const KernelIsa isa = GetParam();
+  const Isa isa = GetParam();
   std::mt19937_64 rng(1234);
   for (DataType dt : kAllTypes) {
     for (ReduceOp op : kAllOps) {
@@ -381,7 +381,7 @@ TEST_P(ReduceKernels, InPlaceAliasing) {
 
 // Ranks pair partial results in different orders; any asymmetry would make them disagree.
 TEST_P(ReduceKernels, OperandOrderIndependent) {
-  const KernelIsa isa = GetParam();
+  const Isa isa = GetParam();
   std::mt19937_64 rng(99);
   constexpr std::size_t n = 4099;
   for (DataType dt : kAllTypes) {
@@ -400,7 +400,7 @@ TEST_P(ReduceKernels, OperandOrderIndependent) {
 }
 
 TEST_P(ReduceKernels, FinishAvgMatchesModel) {
-  const KernelIsa isa = GetParam();
+  const Isa isa = GetParam();
   std::mt19937_64 rng(5);
   for (DataType dt : kAllTypes) {
     if (!strata::is_floating(dt)) continue;
@@ -430,7 +430,7 @@ TEST(ReduceKernelsDefault, UsesActiveVariant) {
   fill_pair(DataType::f16, a, b, n, rng);
   coll::reduce(DataType::f16, ReduceOp::sum, out.data(), a.data(), b.data(), n);
   expect_matches(DataType::f16, ReduceOp::sum, a, b, out, n, "default f16 sum");
-  EXPECT_TRUE(coll::kernel_isa_supported(coll::active_kernel_isa()));
+  EXPECT_TRUE(coll::isa_supported(coll::active_isa()));
 }
 
 TEST(ReduceKernelsErrors, RejectsBadArguments) {

@@ -8,7 +8,7 @@
 #include "hierarchy/plan.hpp"
 #include "strata/errors.hpp"
 #include "topology/algorithm_rules.hpp"
-#include "topology/probe.hpp"
+#include "topology/figures.hpp"
 #include "topology/selector.hpp"
 
 namespace strata::topology {

@@ -22,6 +22,7 @@
 #include "bootstrap/file_store.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
+#include "wan/wan_transport.hpp"
 
 namespace strata::transport {
 namespace {
@@ -92,7 +93,7 @@ constexpr auto kWan = static_cast<TransportKind>(100);
 
 std::unique_ptr<Transport> make_for_test(TransportKind kind, int rank, int n,
                                          bootstrap::Store& store, Clock::time_point deadline) {
-  if (kind == kWan) return make_wan_transport(rank, n, store, deadline);
+  if (kind == kWan) return wan::make_wan_transport(rank, n, store, deadline);
   return make_transport(kind, rank, n, store, deadline);
 }
 

@@ -1,4 +1,4 @@
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "transport/address_exchange.hpp"
 #include "transport/factory.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -8,7 +8,7 @@ namespace strata::transport {
 std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Store& store,
                                               Clock::time_point deadline) {
   auto t = std::make_unique<tcp::TcpTransport>(rank, size, listen_host(store),
-                                               static_cast<std::size_t>(config::get_int("unexpected_bytes")));
+                                               static_cast<std::size_t>(config::get(config::unexpected_bytes)));
   t->set_peer_addresses(exchange_addresses(store, "tcp", rank, size, t->address(), deadline));
   return t;
 }

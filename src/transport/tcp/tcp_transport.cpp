@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "bootstrap/tcp_store.hpp"
-#include "core/accept_loop.hpp"
-#include "core/sys_errors.hpp"
+#include "base/accept_loop.hpp"
+#include "base/sys_errors.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::transport::tcp {

@@ -11,14 +11,14 @@
 #pragma once
 
 #include <atomic>
-#include "core/asio.hpp"
+#include "base/asio.hpp"
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
-#include "core/sys_errors.hpp"
+#include "base/sys_errors.hpp"
 #include "transport/abort_state.hpp"
 #include "transport/asio_waiter.hpp"
 #include "transport/tag_queues.hpp"

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <utility>
 
-#include "core/asio.hpp"
-#include "core/sys_errors.hpp"
+#include "base/asio.hpp"
+#include "base/sys_errors.hpp"
 
 namespace strata::net {
 

@@ -25,6 +25,7 @@
 
 #include "strata/communicator.hpp"
 #include "strata/errors.hpp"
+#include "strata/server.hpp"
 #include "strata/strata.h"
 
 namespace strata::capi {
@@ -390,6 +391,21 @@ strataResult_t strataCommInitFromEnv(strataComm_t* comm) noexcept {
     *comm = nullptr;
     *comm = registry().add(
         std::make_shared<strata::capi::CommState>(strata::Communicator::from_env()));
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataIsServerProcess(int* isServer) noexcept {
+  return guarded(__func__, [&](Call&) {
+    require_out(isServer, "isServer");
+    *isServer = strata::is_server_process() ? 1 : 0;
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataServeFromEnv(void) noexcept {
+  return guarded(__func__, [&](Call&) {
+    strata::serve_from_env();
     return strataSuccess;
   });
 }

@@ -1,10 +1,10 @@
-#include "core/log.hpp"
+#include "base/log.hpp"
 
 #include <atomic>
 #include <cstdio>
 #include <strings.h>
 
-#include "core/config.hpp"
+#include "base/config.hpp"
 
 namespace strata::log {
 
@@ -14,7 +14,7 @@ std::atomic<int> g_rank{-1};
 
 Level configured() {
   static const Level level = [] {
-    const std::string v = config::get_string("debug");
+    const std::string v = config::get(config::debug);
     if (strcasecmp(v.c_str(), "ERROR") == 0) return Level::error;
     if (strcasecmp(v.c_str(), "INFO") == 0) return Level::info;
     if (strcasecmp(v.c_str(), "TRACE") == 0) return Level::trace;

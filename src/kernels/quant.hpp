@@ -1,4 +1,4 @@
-// The codecs' O(n) loops, in a portable variant and an AVX2 variant picked at load time.
+// The codecs' O(n) loops, in a portable variant and an AVX2 variant (isa.hpp picks).
 //
 // Both variants give identical bits (tests compare them), so ranks on different CPUs
 // agree. Neither uses FMA: a fused multiply-add rounds once where the portable code rounds
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace strata::quant::kernels {
+namespace strata::kernels {
 
 // |x| as an ordered integer: comparing keys compares magnitudes, NaNs rank above infinity,
 // and both the total order and the integer compares stay cheap to vectorize.
@@ -55,12 +55,4 @@ inline constexpr std::size_t kExtractSlack = 8;
 std::size_t extract_at_least(const float* x, std::size_t n, std::uint32_t t, std::uint32_t base,
                              std::uint32_t* out);
 
-enum class Isa : std::uint8_t { generic, avx2 };
-const char* to_string(Isa isa);
-bool isa_supported(Isa isa);
-Isa active_isa();
-// Tests and benchmarks switch variants to compare them; returns the previous one. Throws
-// InvalidArgument if the CPU lacks isa. Not for use while other threads run codecs.
-Isa set_isa(Isa isa);
-
-}  // namespace strata::quant::kernels
+}  // namespace strata::kernels

@@ -1,17 +1,17 @@
-#include "quant/kernels.hpp"
+#include "kernels/quant.hpp"
 
 #include <string>
 
-#include "core/cpu_features.hpp"
-#include "quant/kernels_body.hpp"
+#include "kernels/quant_body.hpp"
 #include "strata/errors.hpp"
 
-#if defined(__x86_64__)
+#include "kernels/isa.hpp"
+
+#ifdef STRATA_KERNELS_AVX2
 #include <immintrin.h>
-#define STRATA_QUANT_AVX2 1
 #endif
 
-namespace strata::quant::kernels {
+namespace strata::kernels {
 namespace {
 
 struct Table {
@@ -75,7 +75,7 @@ constexpr Table kTable = {quantize_int8,   quantize_int4,
                           count_at_least,  extract_at_least};
 }  // namespace generic
 
-#ifdef STRATA_QUANT_AVX2
+#ifdef STRATA_KERNELS_AVX2
 // The same bodies, vectorized for AVX2 by the target attribute; fp16 and the index
 // extraction are spelled with intrinsics because GCC does not vectorize them.
 namespace avx2 {
@@ -198,22 +198,14 @@ constexpr Table kTable = {quantize_int8,   quantize_int4,
 #endif
 
 const Table* table_for(Isa isa) {
-#ifdef STRATA_QUANT_AVX2
+#ifdef STRATA_KERNELS_AVX2
   if (isa == Isa::avx2) return &avx2::kTable;
 #endif
   (void)isa;
   return &generic::kTable;
 }
 
-const Table*& current() {
-  static const Table* t = table_for(isa_supported(Isa::avx2) ? Isa::avx2 : Isa::generic);
-  return t;
-}
-
-Isa& current_isa() {
-  static Isa isa = isa_supported(Isa::avx2) ? Isa::avx2 : Isa::generic;
-  return isa;
-}
+const Table* current() { return table_for(active_isa()); }
 
 }  // namespace
 
@@ -257,35 +249,4 @@ std::size_t extract_at_least(const float* x, std::size_t n, std::uint32_t t, std
   return current()->extract_at_least(x, n, t, base, out);
 }
 
-const char* to_string(Isa isa) {
-  switch (isa) {
-    case Isa::generic: return "generic";
-    case Isa::avx2: return "avx2";
-  }
-  return "unknown";
-}
-
-bool isa_supported(Isa isa) {
-  if (isa == Isa::generic) return true;
-#ifdef STRATA_QUANT_AVX2
-  const cpu::Features& f = cpu::features();
-  return f.avx2 && f.f16c && f.bmi1 && f.popcnt;
-#else
-  return false;
-#endif
-}
-
-Isa active_isa() { return current_isa(); }
-
-Isa set_isa(Isa isa) {
-  if (!isa_supported(isa)) {
-    throw InvalidArgument(std::string("quant: this CPU does not support the ") + to_string(isa) +
-                          " kernels");
-  }
-  const Isa prev = current_isa();
-  current_isa() = isa;
-  current() = table_for(isa);
-  return prev;
-}
-
-}  // namespace strata::quant::kernels
+}  // namespace strata::kernels

@@ -9,10 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/half.hpp"
-#include "quant/kernels.hpp"
+#include "base/half.hpp"
+#include "kernels/quant.hpp"
 
-namespace strata::quant::kernels::body {
+namespace strata::kernels::body {
 
 #define STRATA_QUANT_INLINE [[gnu::always_inline]] inline
 // Lambdas too: an out-of-line copy would be compiled for the baseline target.
@@ -271,4 +271,4 @@ STRATA_QUANT_INLINE std::size_t extract_at_least(const float* x, std::size_t n, 
 #undef STRATA_QUANT_INLINE
 #undef STRATA_QUANT_LAMBDA
 
-}  // namespace strata::quant::kernels::body
+}  // namespace strata::kernels::body

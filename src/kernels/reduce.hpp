@@ -22,9 +22,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/isa.hpp"
 #include "strata/types.hpp"
 
-namespace strata::collectives {
+namespace strata::kernels {
 
 // out[i] = a[i] op b[i] for i < n. avg combines as sum; finish_avg divides afterwards.
 // Throws InvalidArgument for an unknown type or op, avg on an integer type, null or
@@ -35,17 +36,11 @@ void reduce(DataType dt, ReduceOp op, void* out, const void* a, const void* b, s
 // InvalidArgument for integer types or nranks < 1.
 void finish_avg(DataType dt, void* buf, std::size_t n, int nranks);
 
-// Instruction-set variants. The functions above use the best one this CPU supports; the
-// explicit overloads let tests prove the variants agree and benchmarks compare them.
-enum class KernelIsa : std::uint8_t { generic, avx2 };
-
-const char* to_string(KernelIsa isa);
-bool kernel_isa_supported(KernelIsa isa);
-KernelIsa active_kernel_isa();
-
+// The functions above run active_isa()'s variant; these run the one named, so tests prove
+// the variants agree and benchmarks compare them.
 // Same contracts as above; also throw InvalidArgument if the CPU lacks isa.
-void reduce(KernelIsa isa, DataType dt, ReduceOp op, void* out, const void* a, const void* b,
+void reduce(Isa isa, DataType dt, ReduceOp op, void* out, const void* a, const void* b,
             std::size_t n);
-void finish_avg(KernelIsa isa, DataType dt, void* buf, std::size_t n, int nranks);
+void finish_avg(Isa isa, DataType dt, void* buf, std::size_t n, int nranks);
 
-}  // namespace strata::collectives
+}  // namespace strata::kernels

@@ -1,4 +1,4 @@
-#include "collectives/reduce_kernels.hpp"
+#include "kernels/reduce.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -6,11 +6,10 @@
 #include <string>
 #include <type_traits>
 
-#include "core/cpu_features.hpp"
-#include "core/half.hpp"
+#include "base/half.hpp"
 #include "strata/errors.hpp"
 
-namespace strata::collectives {
+namespace strata::kernels {
 namespace {
 
 // ---- NaN policy ----
@@ -231,8 +230,7 @@ struct Generic {
   }
 };
 
-#if defined(__x86_64__)
-#define STRATA_HAVE_AVX2_VARIANT 1
+#ifdef STRATA_KERNELS_AVX2
 
 // f16 and bf16 in the AVX2 variant. GCC 12 does not vectorize float<->f16 conversions at
 // all (F16C does each in one instruction), and its auto-vectorized bf16 rounding shuffles
@@ -353,7 +351,7 @@ struct Avx2 {
   }
 };
 #else
-using Avx2 = Generic;  // never selected: kernel_isa_supported(avx2) is false
+using Avx2 = Generic;  // never selected: isa_supported(avx2) is false
 #endif
 
 struct Table {
@@ -361,39 +359,39 @@ struct Table {
   AvgFn avg[kNumDataTypes]{};
 };
 
-template <class Isa, class Codec>
+template <class Variant, class Codec>
 constexpr void fill(Table& t, DataType dt) {
   const auto d = static_cast<std::size_t>(dt);
   auto& row = t.combine[d];
-  row[static_cast<std::size_t>(ReduceOp::sum)] = &Isa::template combine<Codec, Sum>;
-  row[static_cast<std::size_t>(ReduceOp::prod)] = &Isa::template combine<Codec, Prod>;
-  row[static_cast<std::size_t>(ReduceOp::min)] = &Isa::template combine<Codec, Min>;
-  row[static_cast<std::size_t>(ReduceOp::max)] = &Isa::template combine<Codec, Max>;
+  row[static_cast<std::size_t>(ReduceOp::sum)] = &Variant::template combine<Codec, Sum>;
+  row[static_cast<std::size_t>(ReduceOp::prod)] = &Variant::template combine<Codec, Prod>;
+  row[static_cast<std::size_t>(ReduceOp::min)] = &Variant::template combine<Codec, Min>;
+  row[static_cast<std::size_t>(ReduceOp::max)] = &Variant::template combine<Codec, Max>;
   if constexpr (std::is_floating_point_v<typename Codec::Compute>) {
-    row[static_cast<std::size_t>(ReduceOp::avg)] = &Isa::template combine<Codec, Sum>;
-    t.avg[d] = &Isa::template avg<Codec>;
+    row[static_cast<std::size_t>(ReduceOp::avg)] = &Variant::template combine<Codec, Sum>;
+    t.avg[d] = &Variant::template avg<Codec>;
   }
 }
 
-template <class Isa>
+template <class Variant>
 constexpr Table make_table() {
   Table t;
-  fill<Isa, Plain<float>>(t, DataType::f32);
-  fill<Isa, Plain<double>>(t, DataType::f64);
-  fill<Isa, Half>(t, DataType::f16);
-  fill<Isa, BFloat>(t, DataType::bf16);
-  fill<Isa, Plain<std::int8_t>>(t, DataType::i8);
-  fill<Isa, Plain<std::uint8_t>>(t, DataType::u8);
-  fill<Isa, Plain<std::int32_t>>(t, DataType::i32);
-  fill<Isa, Plain<std::int64_t>>(t, DataType::i64);
+  fill<Variant, Plain<float>>(t, DataType::f32);
+  fill<Variant, Plain<double>>(t, DataType::f64);
+  fill<Variant, Half>(t, DataType::f16);
+  fill<Variant, BFloat>(t, DataType::bf16);
+  fill<Variant, Plain<std::int8_t>>(t, DataType::i8);
+  fill<Variant, Plain<std::uint8_t>>(t, DataType::u8);
+  fill<Variant, Plain<std::int32_t>>(t, DataType::i32);
+  fill<Variant, Plain<std::int64_t>>(t, DataType::i64);
   return t;
 }
 
 constexpr Table kGenericTable = make_table<Generic>();
 constexpr Table kAvx2Table = make_table<Avx2>();
 
-const Table& table_for(KernelIsa isa) {
-  return isa == KernelIsa::avx2 ? kAvx2Table : kGenericTable;
+const Table& table_for(Isa isa) {
+  return isa == Isa::avx2 ? kAvx2Table : kGenericTable;
 }
 
 // ---- argument checks ----
@@ -407,8 +405,8 @@ std::size_t checked_index(DataType dt, const char* what) {
   return d;
 }
 
-void check_isa(KernelIsa isa, const char* what) {
-  if (!kernel_isa_supported(isa)) {
+void check_isa(Isa isa, const char* what) {
+  if (!isa_supported(isa)) {
     throw InvalidArgument(std::string(what) + ": kernel variant " + to_string(isa) +
                           " is not supported by this CPU");
   }
@@ -431,35 +429,7 @@ bool partially_overlap(const void* p, const void* q, std::size_t bytes) {
 
 }  // namespace
 
-const char* to_string(KernelIsa isa) {
-  switch (isa) {
-    case KernelIsa::generic: return "generic";
-    case KernelIsa::avx2: return "avx2";
-  }
-  return "unknown";
-}
-
-bool kernel_isa_supported(KernelIsa isa) {
-  switch (isa) {
-    case KernelIsa::generic: return true;
-    case KernelIsa::avx2: {
-#ifdef STRATA_HAVE_AVX2_VARIANT
-      return cpu::features().avx2 && cpu::features().f16c;
-#else
-      return false;
-#endif
-    }
-  }
-  return false;
-}
-
-KernelIsa active_kernel_isa() {
-  static const KernelIsa isa =
-      kernel_isa_supported(KernelIsa::avx2) ? KernelIsa::avx2 : KernelIsa::generic;
-  return isa;
-}
-
-void reduce(KernelIsa isa, DataType dt, ReduceOp op, void* out, const void* a, const void* b,
+void reduce(Isa isa, DataType dt, ReduceOp op, void* out, const void* a, const void* b,
             std::size_t n) {
   constexpr const char* what = "reduce";
   const std::size_t d = checked_index(dt, what);
@@ -488,10 +458,10 @@ void reduce(KernelIsa isa, DataType dt, ReduceOp op, void* out, const void* a, c
 }
 
 void reduce(DataType dt, ReduceOp op, void* out, const void* a, const void* b, std::size_t n) {
-  reduce(active_kernel_isa(), dt, op, out, a, b, n);
+  reduce(active_isa(), dt, op, out, a, b, n);
 }
 
-void finish_avg(KernelIsa isa, DataType dt, void* buf, std::size_t n, int nranks) {
+void finish_avg(Isa isa, DataType dt, void* buf, std::size_t n, int nranks) {
   constexpr const char* what = "finish_avg";
   const std::size_t d = checked_index(dt, what);
   check_isa(isa, what);
@@ -510,7 +480,7 @@ void finish_avg(KernelIsa isa, DataType dt, void* buf, std::size_t n, int nranks
 }
 
 void finish_avg(DataType dt, void* buf, std::size_t n, int nranks) {
-  finish_avg(active_kernel_isa(), dt, buf, n, nranks);
+  finish_avg(active_isa(), dt, buf, n, nranks);
 }
 
-}  // namespace strata::collectives
+}  // namespace strata::kernels

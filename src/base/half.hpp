@@ -14,7 +14,7 @@
 #include <bit>
 #include <cstdint>
 
-#include "core/cpu_features.hpp"
+#include "base/cpu_features.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -1,4 +1,4 @@
-#include "core/sys_errors.hpp"
+#include "base/sys_errors.hpp"
 
 #include <sys/resource.h>
 
@@ -6,7 +6,7 @@
 
 #include <boost/asio/error.hpp>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 
 namespace strata::sys {
 

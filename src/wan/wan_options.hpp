@@ -1,0 +1,30 @@
+// The WAN link's shape, from STRATA_WAN_* and STRATA_UNEXPECTED_BYTES: the one place both
+// libstrata's link (wan_transport.hpp) and the NCCL plugin derive it, so one environment
+// configures both alike.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "wan/emulation.hpp"
+
+namespace strata::wan {
+
+inline constexpr int kMaxStreams = 64;
+
+struct WanOptions {
+  int streams = 4;
+  std::size_t stripe_bytes = 512u << 10;
+  int socket_buffer = 8 << 20;  // SO_SNDBUF / SO_RCVBUF
+  std::size_t window = 64u << 20;  // unacknowledged bytes per stream (emulation may lower)
+  std::chrono::milliseconds reconnect_for{std::chrono::seconds(60)};  // then the peer fails
+  // Staging memory for messages that arrive before their receive, all peers together; a
+  // message that does not fit stalls its stream until its receive is posted.
+  std::size_t unexpected_bytes = std::size_t{1} << 30;
+  Emulation emulation;
+};
+
+// Reads STRATA_WAN_* (throws InvalidArgument naming a bad variable).
+WanOptions wan_options_from_config();
+
+}  // namespace strata::wan
