@@ -4,7 +4,6 @@
 // delivered; messages are matched to receives in message-id order per peer.
 #include <cstring>
 
-#include "base/accept_loop.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/wan_transport.hpp"
 
@@ -22,7 +21,7 @@ constexpr std::uint32_t kMaxStripe = 64u << 20;
 }  // namespace
 
 void WanTransport::accept() {
-  net::accept_forever(acceptor_, accept_retry_, accept_trouble_, [this](tcp::socket s) {
+  net_.accept([this](tcp::socket s) {
     boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
     read_hello(std::make_shared<Socket>(std::move(s)));

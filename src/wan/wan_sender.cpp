@@ -90,13 +90,13 @@ void WanTransport::schedule(int peer) {
 
 void WanTransport::connect(int peer, int s) {
   auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-  const auto sock = std::make_shared<Socket>(io_);
+  const auto sock = std::make_shared<Socket>(net_.io());
   st.sock = sock;
-  const auto [host, port] = bootstrap::split_host_port(addrs_.at(static_cast<std::size_t>(peer)),
+  const auto [host, port] = bootstrap::split_host_port(net_.peer_address(peer),
                                                       "address of rank " + std::to_string(peer));
   boost::system::error_code ec;
   const tcp::endpoint ep(asio::ip::make_address(host, ec), port);
-  if (ec) return fail_peer(peer, "bad address " + addrs_[static_cast<std::size_t>(peer)]);
+  if (ec) return fail_peer(peer, "bad address " + net_.peer_address(peer));
   sock->open(ep.protocol(), ec);
   // Before connecting, so the window scale negotiated in the handshake allows them.
   sock->set_option(asio::socket_base::send_buffer_size(opt_.socket_buffer), ec);
@@ -104,7 +104,7 @@ void WanTransport::connect(int peer, int s) {
   sock->async_connect(ep, [this, peer, s, sock](boost::system::error_code ec) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
-    if (ec) return break_outbound(peer, s, "cannot connect to " + addrs_[static_cast<std::size_t>(peer)] + ": " + sys::describe(ec));
+    if (ec) return break_outbound(peer, s, "cannot connect to " + net_.peer_address(peer) + ": " + sys::describe(ec));
     sock->set_option(tcp::no_delay(true), ec);
     const std::array<std::uint32_t, 4> hello{kHelloMagic, static_cast<std::uint32_t>(rank_),
                                              static_cast<std::uint32_t>(s), 0};

@@ -12,10 +12,9 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 WanTransport::WanTransport(int rank, int size, const std::string& bind_host, WanOptions options)
-    : rank_(rank),
+    : net_("wan transport", rank, bind_host, options.socket_buffer),
+      rank_(rank),
       opt_(std::move(options)),
-      acceptor_(io_),
-      accept_trouble_("WAN link on rank " + std::to_string(rank)),
       out_(static_cast<std::size_t>(size)),
       in_(static_cast<std::size_t>(size)),
       rng_(std::random_device{}() ^ static_cast<std::uint64_t>(rank)) {
@@ -26,17 +25,6 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
     opt_.stripe_bytes = std::min(opt_.stripe_bytes, opt_.window);
   }
   opt_.stripe_bytes = std::max<std::size_t>(opt_.stripe_bytes, 4096);
-  boost::system::error_code ec;
-  const auto addr = asio::ip::make_address(bind_host, ec);
-  if (ec) throw TransportError("wan transport: cannot listen on '" + bind_host + "': not an IP address");
-  const tcp::endpoint ep(addr, 0);
-  acceptor_.open(ep.protocol());
-  // Set before listen so accepted sockets inherit them and window scaling covers them.
-  acceptor_.set_option(asio::socket_base::receive_buffer_size(opt_.socket_buffer), ec);
-  acceptor_.set_option(asio::socket_base::send_buffer_size(opt_.socket_buffer), ec);
-  acceptor_.bind(ep, ec);
-  if (ec) throw TransportError("wan transport: cannot listen on " + bind_host + ": " + ec.message());
-  acceptor_.listen(asio::socket_base::max_listen_connections);
   const auto now = Clock::now();
   const double rate = opt_.emulation.rate_bytes_per_s;
   if (opt_.streams > kMaxStreams)
@@ -53,25 +41,16 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
 WanTransport::~WanTransport() {
   if (!aborted()) {
     // Finish writes already queued (acknowledgements above all) before saying goodbye.
-    io_.restart();
-    io_.poll();
+    net_.poll();
   }
   close_all();
   // Let cancelled handlers run now, while the members they check still exist.
-  io_.restart();
-  io_.poll();
+  net_.poll();
 }
 
-std::string WanTransport::address() const {
-  const auto ep = acceptor_.local_endpoint();
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
-}
+std::string WanTransport::address() const { return net_.address(); }
 
-void WanTransport::set_peer_addresses(std::vector<std::string> addrs) {
-  if (static_cast<int>(addrs.size()) != size())
-    throw TransportError("wan transport: expected " + std::to_string(size()) + " addresses");
-  addrs_ = std::move(addrs);
-}
+void WanTransport::set_peer_addresses(std::vector<std::string> addrs) { net_.set_peer_addresses(std::move(addrs), size()); }
 
 std::int64_t WanTransport::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -171,8 +150,7 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
 
 bool WanTransport::progress() {
   // Peers cannot reach a rank that cannot accept them: say why now, not at the deadline.
-  if (accept_trouble_.persistent(Clock::now())) abort(accept_trouble_.what());
-  if (aborted()) {
+  if (net_.must_abort()) {
     apply_abort();
     return false;
   }
@@ -196,8 +174,7 @@ bool WanTransport::progress() {
       if (p != rank_) service_outbound(p, now);
     }
   }
-  if (io_.stopped()) io_.restart();
-  return io_.poll() > 0 || any;
+  return net_.poll() || any;
 }
 
 void WanTransport::wait_event(std::chrono::microseconds max) {
@@ -211,12 +188,11 @@ void WanTransport::wait_event(std::chrono::microseconds max) {
   if (next_due_ != Clock::time_point::max())
     wait = std::min(wait, std::chrono::duration_cast<std::chrono::microseconds>(next_due_ - now) +
                               std::chrono::microseconds(1));
-  waiter_.run_one_for(wait);
+  net_.run_one_for(wait);
 }
 
 void WanTransport::abort(const std::string& why) {
-  abort_.set(why);
-  io_.stop();  // thread-safe; wakes a wait_event in progress
+  net_.abort(why);
 }
 
 transport::TrafficCounters WanTransport::traffic() const {
@@ -229,7 +205,7 @@ transport::TrafficCounters WanTransport::traffic() const {
 }
 
 std::string WanTransport::abort_reason() const {
-  return abort_.reason();
+  return net_.abort_reason();
 }
 
 void WanTransport::apply_abort() {
@@ -335,8 +311,7 @@ void WanTransport::close_all() {
   // Closing stops every read in progress, so no late bytes land in a caller's buffer.
   say_goodbye();
   boost::system::error_code ec;
-  acceptor_.close(ec);
-  accept_retry_.cancel();
+  net_.close_listener();
   for (auto& o : out_)
     for (auto& s : o.streams)
       if (s.sock) {

@@ -30,9 +30,7 @@
 
 #include "bootstrap/store.hpp"
 #include "base/asio.hpp"
-#include "base/sys_errors.hpp"
-#include "transport/abort_state.hpp"
-#include "transport/asio_waiter.hpp"
+#include "transport/asio_endpoint.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/transport.hpp"
 #include "wan/emulation.hpp"
@@ -89,9 +87,9 @@ class WanTransport : public transport::Transport {
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
-  bool aborted() const override { return abort_.aborted(); }
+  bool aborted() const override { return net_.aborted(); }
   std::string abort_reason() const override;
-  std::string trouble() const override { return accept_trouble_.what(); }
+  std::string trouble() const override { return net_.trouble(); }
 
   const WanOptions& options() const { return opt_; }
   // Streams broken and reopened so far (sender side), for tests and logs.
@@ -260,14 +258,9 @@ class WanTransport : public transport::Transport {
     c.fetch_add(n, std::memory_order_relaxed);
   }
 
+  transport::AsioEndpoint net_;  // first: the sockets below live on its io_context
   int rank_;
   WanOptions opt_;
-  std::vector<std::string> addrs_;
-  boost::asio::io_context io_{1};
-  transport::AsioWaiter waiter_{io_};  // after io_: its timer lives on it
-  boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::steady_timer accept_retry_{io_};
-  sys::AcceptTrouble accept_trouble_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   Clock::time_point next_due_ = Clock::time_point::max();
@@ -275,7 +268,6 @@ class WanTransport : public transport::Transport {
   std::uint64_t reconnects_ = 0;
   std::size_t staged_ = 0;  // budgeted staging bytes held
   std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
-  transport::AbortState abort_;
   bool abort_applied_ = false;
 };
 

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "bootstrap/tcp_store.hpp"
-#include "base/accept_loop.hpp"
 #include "base/sys_errors.hpp"
 #include "strata/errors.hpp"
 
@@ -22,40 +21,23 @@ constexpr std::size_t kMaxBatch = 64;               // frames per writev
 }  // namespace
 
 TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host, std::size_t unexpected_budget)
-    : rank_(rank),
-      acceptor_(io_),
-      accept_trouble_("tcp transport on rank " + std::to_string(rank)),
+    : net_("tcp transport", rank, bind_host),
+      rank_(rank),
       out_(size),
       in_(size),
       unexpected_budget_(unexpected_budget) {
-  boost::system::error_code ec;
-  const auto addr = asio::ip::make_address(bind_host, ec);
-  if (ec) throw TransportError("tcp transport: cannot listen on '" + bind_host + "': not an IP address");
-  const tcp::endpoint ep(addr, 0);
-  acceptor_.open(ep.protocol());
-  acceptor_.bind(ep, ec);
-  if (ec) throw TransportError("tcp transport: cannot listen on " + bind_host + ": " + ec.message());
-  acceptor_.listen(asio::socket_base::max_listen_connections);
   accept();
 }
 
-std::string TcpTransport::address() const {
-  const auto ep = acceptor_.local_endpoint();
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
-}
+std::string TcpTransport::address() const { return net_.address(); }
 
-void TcpTransport::set_peer_addresses(std::vector<std::string> addrs) {
-  if (static_cast<int>(addrs.size()) != size())
-    throw TransportError("tcp transport: expected " + std::to_string(size()) + " addresses");
-  addrs_ = std::move(addrs);
-}
+void TcpTransport::set_peer_addresses(std::vector<std::string> addrs) { net_.set_peer_addresses(std::move(addrs), size()); }
 
 TcpTransport::~TcpTransport() { close_sockets(); }
 
 void TcpTransport::close_sockets() {
   boost::system::error_code ec;
-  acceptor_.close(ec);
-  accept_retry_.cancel();
+  net_.close_listener();
   for (auto& o : out_)
     if (o.sock) o.sock->close(ec);
   for (auto& i : in_)
@@ -63,7 +45,7 @@ void TcpTransport::close_sockets() {
 }
 
 void TcpTransport::accept() {
-  net::accept_forever(acceptor_, accept_retry_, accept_trouble_, [this](tcp::socket s) {
+  net_.accept([this](tcp::socket s) {
     boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
     read_hello(std::make_shared<tcp::socket>(std::move(s)));
@@ -151,14 +133,14 @@ RequestPtr TcpTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
 
 void TcpTransport::connect(int peer) {
   auto& out = out_[peer];
-  out.sock = std::make_unique<tcp::socket>(io_);
-  const auto [host, port] = bootstrap::split_host_port(addrs_[peer], "address of rank " + std::to_string(peer));
+  out.sock = std::make_unique<tcp::socket>(net_.io());
+  const auto [host, port] = bootstrap::split_host_port(net_.peer_address(peer), "address of rank " + std::to_string(peer));
   boost::system::error_code ec;
   const tcp::endpoint ep(asio::ip::make_address(host, ec), port);
-  if (ec) return fail_outbound(peer, "bad address " + addrs_[peer]);
+  if (ec) return fail_outbound(peer, "bad address " + net_.peer_address(peer));
   out.sock->async_connect(ep, [this, peer](boost::system::error_code ec) {
     auto& o = out_[peer];
-    if (ec) return fail_outbound(peer, "cannot connect to " + addrs_[peer] + ": " + sys::describe(ec));
+    if (ec) return fail_outbound(peer, "cannot connect to " + net_.peer_address(peer) + ": " + sys::describe(ec));
     o.sock->set_option(tcp::no_delay(true), ec);
     const std::array<std::uint32_t, 2> hello{kHelloMagic, static_cast<std::uint32_t>(rank_)};
     asio::write(*o.sock, asio::buffer(hello), ec);
@@ -236,7 +218,7 @@ void TcpTransport::fail_inbound(int peer, const std::string& why) {
 }
 
 std::string TcpTransport::abort_reason() const {
-  return abort_.reason();
+  return net_.abort_reason();
 }
 
 void TcpTransport::apply_abort() {
@@ -262,8 +244,7 @@ void TcpTransport::apply_abort() {
 
 bool TcpTransport::progress() {
   // Peers cannot reach a rank that cannot accept them: say why now, not at the deadline.
-  if (accept_trouble_.persistent(Clock::now())) abort(accept_trouble_.what());
-  if (aborted()) {
+  if (net_.must_abort()) {
     apply_abort();
     return false;
   }
@@ -272,8 +253,7 @@ bool TcpTransport::progress() {
     else flush(peer);
   }
   dirty_.clear();
-  if (io_.stopped()) io_.restart();
-  return io_.poll() > 0;
+  return net_.poll();
 }
 
 void TcpTransport::wait_event(std::chrono::microseconds max) {
@@ -282,12 +262,11 @@ void TcpTransport::wait_event(std::chrono::microseconds max) {
     progress();
     return;
   }
-  waiter_.run_one_for(max);
+  net_.run_one_for(max);
 }
 
 void TcpTransport::abort(const std::string& why) {
-  abort_.set(why);
-  io_.stop();  // thread-safe; wakes a wait_event in progress
+  net_.abort(why);
 }
 
 }  // namespace strata::transport::tcp

@@ -11,16 +11,14 @@
 #pragma once
 
 #include <atomic>
-#include "base/asio.hpp"
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
-#include "base/sys_errors.hpp"
-#include "transport/abort_state.hpp"
-#include "transport/asio_waiter.hpp"
+#include "base/asio.hpp"
+#include "transport/asio_endpoint.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/tcp/tcp_request.hpp"
 #include "transport/transport.hpp"
@@ -47,9 +45,9 @@ class TcpTransport : public Transport {
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
-  bool aborted() const override { return abort_.aborted(); }
+  bool aborted() const override { return net_.aborted(); }
   std::string abort_reason() const override;
-  std::string trouble() const override { return accept_trouble_.what(); }
+  std::string trouble() const override { return net_.trouble(); }
 
  private:
   struct Header {
@@ -104,20 +102,14 @@ class TcpTransport : public Transport {
   void apply_abort();
   void close_sockets();
 
+  AsioEndpoint net_;  // first: the sockets below live on its io_context
   int rank_;
-  std::vector<std::string> addrs_;
-  boost::asio::io_context io_{1};
-  transport::AsioWaiter waiter_{io_};  // after io_: its timer lives on it
-  boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::steady_timer accept_retry_{io_};
-  sys::AcceptTrouble accept_trouble_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   std::vector<int> dirty_;
   BufferPool pool_;
   const std::size_t unexpected_budget_;
   std::size_t unexpected_held_ = 0;  // bytes of unexpected frames from peers, not yet received
-  AbortState abort_;
   bool abort_applied_ = false;
 };
 

@@ -1,0 +1,53 @@
+#include "transport/asio_endpoint.hpp"
+
+#include "strata/errors.hpp"
+
+namespace strata::transport {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+AsioEndpoint::AsioEndpoint(const std::string& who, int rank, const std::string& bind_host, int socket_buffer)
+    : who_(who), accept_trouble_(who + " on rank " + std::to_string(rank)) {
+  boost::system::error_code ec;
+  const auto addr = asio::ip::make_address(bind_host, ec);
+  if (ec) throw TransportError(who_ + ": cannot listen on '" + bind_host + "': not an IP address");
+  const tcp::endpoint ep(addr, 0);
+  acceptor_.open(ep.protocol());
+  if (socket_buffer > 0) {
+    acceptor_.set_option(asio::socket_base::receive_buffer_size(socket_buffer), ec);
+    acceptor_.set_option(asio::socket_base::send_buffer_size(socket_buffer), ec);
+  }
+  acceptor_.bind(ep, ec);
+  if (ec) throw TransportError(who_ + ": cannot listen on " + bind_host + ": " + ec.message());
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+}
+
+std::string AsioEndpoint::address() const {
+  const auto ep = acceptor_.local_endpoint();
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+void AsioEndpoint::set_peer_addresses(std::vector<std::string> addrs, int size) {
+  if (static_cast<int>(addrs.size()) != size)
+    throw TransportError(who_ + ": expected " + std::to_string(size) + " addresses");
+  addrs_ = std::move(addrs);
+}
+
+void AsioEndpoint::close_listener() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  accept_retry_.cancel();
+}
+
+bool AsioEndpoint::must_abort() {
+  if (accept_trouble_.persistent(std::chrono::steady_clock::now())) abort(accept_trouble_.what());
+  return aborted();
+}
+
+bool AsioEndpoint::poll() {
+  if (io_.stopped()) io_.restart();
+  return io_.poll() > 0;
+}
+
+}  // namespace strata::transport
