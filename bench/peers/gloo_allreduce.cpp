@@ -145,12 +145,12 @@ std::string gloo_json(const perf::RunInfo& info, const std::vector<Row>& rows, c
   perf::Json first;
   first["gloo_version"] = std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
                           std::to_string(GLOO_VERSION_PATCH);
+  first["out_of_place_mirrors_in_place"] = true;
+  first["sync_max_bytes"] = o.sync_max_bytes;
+  first["screen"] = o.screen;
+  first["screen_us"] = o.screen_us;
+  first["screen_factor"] = o.screen_factor;
   peers::add_run_keys(doc, o, first);
-  doc["out_of_place_mirrors_in_place"] = true;
-  doc["sync_max_bytes"] = o.sync_max_bytes;
-  doc["screen"] = o.screen;
-  doc["screen_us"] = o.screen_us;
-  doc["screen_factor"] = o.screen_factor;
   return perf::dump_document(doc);
 }
 
