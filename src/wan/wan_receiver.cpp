@@ -16,7 +16,6 @@ namespace {
 constexpr std::uint32_t kHelloMagic = 0x5354524E;  // "STRN"
 constexpr std::size_t kReadBuffer = 256 << 10;
 constexpr std::size_t kDirectRead = 64 << 10;  // payload left beyond this skips the buffer
-constexpr std::uint64_t kMaxMessage = 1ull << 40;
 constexpr std::uint32_t kMaxStripe = 64u << 20;
 }  // namespace
 
@@ -47,7 +46,7 @@ void WanTransport::read_hello(SocketPtr sock) {
     st.stalled = false;
     st.msg.reset();
     st.ack_writing = false;
-    st.acked_seq = 0;  // re-acknowledge, so the sender resends only what is missing
+    st.cursor.rejoined();  // the sender resends only what is missing
     pump(peer, s);
     send_ack(peer, s);
   });
@@ -115,14 +114,10 @@ void WanTransport::pump(int peer, int s) {
 bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
   auto& in = in_[static_cast<std::size_t>(peer)];
   auto& st = in.streams[static_cast<std::size_t>(s)];
-  FrameHeader h;
-  try {
-    h = decode(header);
-  } catch (const std::exception&) {
-    break_inbound(peer, s);
-    return false;
-  }
-  if (h.kind == FrameKind::goodbye && header_intact(header)) {
+  const InCursor::Header c = st.cursor.check(header, kMaxStripe);
+  using Kind = InCursor::Header::Kind;
+  const FrameHeader& h = c.h;
+  if (c.kind == Kind::goodbye) {
     // Nothing follows it on this stream; it takes effect behind the stripes still held.
     Arrival a;
     a.goodbye = true;
@@ -132,8 +127,7 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
     break_inbound(peer, s);
     return false;
   }
-  if (!header_intact(header) || h.kind != FrameKind::data || h.length > kMaxStripe || h.total > kMaxMessage ||
-      h.offset > h.total || h.length > h.total - h.offset) {
+  if (c.kind == Kind::broken) {
     break_inbound(peer, s);
     return false;
   }
@@ -143,15 +137,8 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
   st.crc = 0;
   st.in_payload = true;
   st.msg.reset();
-  st.discard = false;
-  if (h.seq <= st.recv_seq) {  // a resend of what already arrived
-    st.discard = true;
-    return true;
-  }
-  if (h.seq != st.recv_seq + 1) {
-    break_inbound(peer, s);
-    return false;
-  }
+  st.discard = c.kind == Kind::resent;  // it arrived before the stream broke
+  if (st.discard) return true;
   auto it = in.msgs.find(h.msg_id);
   if (it == in.msgs.end() && h.msg_id >= in.next_match) {
     // A new message needs staging unless a receive is ready for it; a length from the
@@ -204,12 +191,11 @@ void WanTransport::consume(InStream& st, const unsigned char* p, std::size_t n) 
 bool WanTransport::end_frame(int peer, int s) {
   auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
   st.in_payload = false;
-  if (frame_crc(st.crc, st.h) != st.h.crc) {  // a broken stream: the sender resends
+  if (!st.cursor.arrived(st.h, st.crc, true)) {  // a broken stream: the sender resends
     break_inbound(peer, s);
     return false;
   }
   if (st.discard) return true;
-  st.recv_seq = st.h.seq;
   Arrival a;
   a.seq = st.h.seq;
   a.msg = std::move(st.msg);
@@ -232,7 +218,7 @@ void WanTransport::deliver(int peer, int s, const Arrival& a) {
   if (a.goodbye) return on_goodbye(peer, a.sent_msgs);
   auto& in = in_[static_cast<std::size_t>(peer)];
   auto& st = in.streams[static_cast<std::size_t>(s)];
-  st.delivered_seq = std::max(st.delivered_seq, a.seq);
+  st.cursor.delivered(a.seq);
   InMsg& m = *a.msg;
   m.received += a.len;
   // Per stripe as it is accepted (resent duplicates never get here), so the counter
@@ -311,13 +297,10 @@ void WanTransport::resume_stalled() {
 
 void WanTransport::send_ack(int peer, int s) {
   auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-  if (!st.sock || st.ack_writing || st.delivered_seq <= st.acked_seq) return;
-  FrameHeader h;
-  h.kind = FrameKind::ack;
-  h.seq = st.delivered_seq;
-  h.sent_ns = now_ns();
-  st.ack_out = seal(h, 0);
-  st.acked_seq = st.delivered_seq;
+  if (!st.sock || st.ack_writing) return;
+  const auto ack = st.cursor.take_ack(now_ns());
+  if (!ack) return;
+  st.ack_out = *ack;
   st.ack_writing = true;
   const SocketPtr sock = st.sock;
   asio::async_write(*sock, asio::buffer(st.ack_out), [this, peer, s, sock](boost::system::error_code ec, std::size_t n) {

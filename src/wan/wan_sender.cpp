@@ -34,7 +34,7 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   if (!o.failed.empty()) return;
   for (std::size_t s = 0; s < o.streams.size(); ++s) {
     auto& st = o.streams[s];
-    if (st.sock || o.departing || (o.pending.empty() && st.unacked.empty())) continue;
+    if (st.sock || o.departing || (o.pending.empty() && st.q.empty())) continue;
     if (st.down && now - st.down_since > opt_.reconnect_for)
       return fail_peer(peer, "stream " + std::to_string(s) + " could not be restored within " +
                                  std::to_string(opt_.reconnect_for.count()) + " ms");
@@ -56,11 +56,10 @@ void WanTransport::schedule(int peer) {
       const auto& st = o.streams[i];
       // Ready while less than a stripe waits unwritten: small messages queue up and leave
       // in one gathered write, large stripes are handed out one at a time as streams drain.
-      std::size_t unwritten = 0;
-      for (std::size_t k = st.next_write; k < st.unacked.size(); ++k) unwritten += st.unacked[k].h.length;
-      const bool ready = st.connected && st.unacked.size() - st.next_write < kMaxBatch &&
+      const std::size_t unwritten = st.q.unwritten_payload();
+      const bool ready = st.connected && st.q.unwritten() < kMaxBatch &&
                          (unwritten == 0 || unwritten + len <= opt_.stripe_bytes);
-      loads[i] = StreamLoad{ready, st.unacked_bytes};
+      loads[i] = StreamLoad{ready, st.q.unacked_bytes()};
     }
     const int pick = pick_stream(loads, len, opt_.window);
     if (pick < 0) break;
@@ -69,19 +68,14 @@ void WanTransport::schedule(int peer) {
       break;
     }
     auto& st = o.streams[static_cast<std::size_t>(pick)];
-    OutFrame f;
-    f.h.kind = FrameKind::data;
-    f.h.length = static_cast<std::uint32_t>(len);
-    f.h.seq = st.next_seq++;
-    f.h.msg_id = ps.msg_id;
-    f.h.offset = ps.next_offset;
-    f.h.total = ps.req->size;
-    f.h.tag = ps.req->tag;
-    f.payload = static_cast<const char*>(ps.req->buf) + ps.next_offset;
-    f.payload_crc = crc32c(f.payload, len);
-    f.req = ps.req;
-    st.unacked.push_back(std::move(f));
-    st.unacked_bytes += len;
+    FrameHeader h;
+    h.length = static_cast<std::uint32_t>(len);
+    h.msg_id = ps.msg_id;
+    h.offset = ps.next_offset;
+    h.total = ps.req->size;
+    h.tag = ps.req->tag;
+    const char* payload = static_cast<const char*>(ps.req->buf) + ps.next_offset;
+    st.q.push(h, payload, crc32c(payload, len), ps.req);
     ps.next_offset += len;
     if (ps.next_offset >= ps.req->size) o.pending.pop_front();
     write(peer, pick);
@@ -111,7 +105,7 @@ void WanTransport::connect(int peer, int s) {
     count(wire_sent_, asio::write(*sock, asio::buffer(hello), ec));
     if (ec) return break_outbound(peer, s, "handshake failed: " + ec.message());
     t.connected = true;
-    if (t.unacked.empty()) t.down = false;
+    if (t.q.empty()) t.down = false;
     read_ack(peer, s);
     write(peer, s);  // resends whatever is unacknowledged
     schedule(peer);
@@ -121,13 +115,13 @@ void WanTransport::connect(int peer, int s) {
 void WanTransport::write(int peer, int s) {
   auto& o = out_[static_cast<std::size_t>(peer)];
   auto& st = o.streams[static_cast<std::size_t>(s)];
-  if (!st.connected || st.writing || st.next_write >= st.unacked.size()) return;
+  if (!st.connected || st.writing || st.q.unwritten() == 0) return;
   const auto& emu = opt_.emulation;
   if (emu.cut_after && s == 0 && !o.cut_done && st.frames_written >= emu.cut_after) {
     o.cut_done = true;
     return break_outbound(peer, s, "emulated cut");
   }
-  std::size_t n = std::min(kMaxBatch, st.unacked.size() - st.next_write);
+  std::size_t n = std::min(kMaxBatch, st.q.unwritten());
   if (emu.loss > 0) {
     std::uniform_real_distribution<double> u(0, 1);
     for (std::size_t i = 0; i < n; ++i)
@@ -137,22 +131,19 @@ void WanTransport::write(int peer, int s) {
         break;
       }
   }
-  st.batch.resize(n);
   std::vector<asio::const_buffer> bufs;
   bufs.reserve(2 * n);
   const std::int64_t stamp = now_ns();
+  std::size_t bytes = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    OutFrame& f = st.unacked[st.next_write + i];
-    f.h.sent_ns = stamp;
-    st.batch[i] = seal(f.h, f.payload_crc);
-    if (f.written) count(resent_, f.h.length);
-    f.written = true;
+    auto& f = st.q.unwritten_frame(i, stamp);
     if (emu.corrupt > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < emu.corrupt)
-      st.batch[i][56] ^= 1;  // the stored frame stays good for the resend
-    bufs.emplace_back(st.batch[i].data(), kHeaderBytes);
+      f.wire[56] ^= 1;  // sealed again for the resend
+    bufs.emplace_back(f.wire.data(), kHeaderBytes);
     if (f.h.length) bufs.emplace_back(f.payload, f.h.length);
+    bytes += f.wire_bytes();
   }
-  st.next_write += n;
+  count(resent_, st.q.wrote(bytes));  // Asio writes it all or breaks the stream
   st.frames_written += n;
   st.writing = true;
   const SocketPtr sock = st.sock;
@@ -174,14 +165,9 @@ void WanTransport::read_ack(int peer, int s) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
     if (ec) return break_outbound(peer, s, "connection lost: " + ec.message());
-    FrameHeader h;
-    try {
-      h = decode(t.ack_in.data());
-    } catch (const std::exception& e) {
-      return break_outbound(peer, s, e.what());
-    }
-    const bool goodbye = h.kind == FrameKind::goodbye;
-    if (goodbye && header_intact(t.ack_in.data())) {
+    const Reply r = read_reply(t.ack_in.data());
+    const FrameHeader& h = r.h;
+    if (r.kind == Reply::Kind::goodbye) {
       // The last frame on this stream; behind whatever acknowledgements are still held.
       HeldAck a;
       a.goodbye = true;
@@ -189,8 +175,7 @@ void WanTransport::read_ack(int peer, int s) {
       if (held(h.sent_ns, t.delayed_acks.empty(), &a.due)) return t.delayed_acks.push_back(a);
       return farewell_outbound(peer, s, h.msg_id);
     }
-    if (h.kind != FrameKind::ack || !header_intact(t.ack_in.data()) || frame_crc(0, h) != h.crc)
-      return break_outbound(peer, s, "corrupt acknowledgement");
+    if (r.kind == Reply::Kind::broken) return break_outbound(peer, s, r.why);
     HeldAck a;
     a.seq = h.seq;
     if (held(h.sent_ns, t.delayed_acks.empty(), &a.due)) t.delayed_acks.push_back(a);
@@ -206,15 +191,9 @@ void WanTransport::farewell_outbound(int peer, int s, std::uint64_t sent_msgs) {
 
 void WanTransport::apply_ack(int peer, int s, std::uint64_t seq) {
   auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-  bool moved = false;
-  while (!st.unacked.empty() && st.unacked.front().h.seq <= seq) {
-    OutFrame& f = st.unacked.front();
-    st.unacked_bytes -= f.h.length;
-    if (--f.req->stripes_left == 0) f.req->complete(f.req->size);
-    st.unacked.pop_front();
-    if (st.next_write > 0) --st.next_write;
-    moved = true;
-  }
+  const bool moved = st.q.ack(seq, [](const ReqPtr& req, std::size_t) {
+    if (--req->stripes_left == 0) req->complete(req->size);
+  });
   if (!moved) return;
   st.failures = 0;
   st.down = false;
@@ -235,7 +214,7 @@ void WanTransport::break_outbound(int peer, int s, const std::string& why) {
   if (st.connected) ++reconnects_;
   st.connected = false;
   st.writing = false;
-  st.next_write = 0;  // everything unacknowledged goes again on the next connection
+  st.q.rewind();  // everything unacknowledged goes again on the next connection
   const auto now = Clock::now();
   if (!st.down) {
     st.down = true;
@@ -266,9 +245,7 @@ void WanTransport::fail_peer(int peer, const std::string& why) {
   o.pending.clear();
   boost::system::error_code ec;
   for (auto& st : o.streams) {
-    for (auto& f : st.unacked) f.req->fail(msg);
-    st.unacked.clear();
-    st.unacked_bytes = 0;
+    st.q.clear([&](const ReqPtr& req) { req->fail(msg); });
     if (st.sock) st.sock->close(ec);
     st.sock.reset();
     st.connected = false;

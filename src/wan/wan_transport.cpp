@@ -216,8 +216,7 @@ void WanTransport::apply_abort() {
     for (auto& p : o.pending) p.req->fail(why);
     o.pending.clear();
     for (auto& s : o.streams) {
-      for (auto& f : s.unacked) f.req->fail(why);
-      s.unacked.clear();
+      s.q.clear([&](const ReqPtr& req) { req->fail(why); });
     }
   }
   for (auto& i : in_) {
@@ -255,13 +254,8 @@ void WanTransport::say_goodbye() {
       if (!s.sock || s.ack_writing) continue;
       // Acknowledge everything delivered first: the goodbye ends the peer's wait for
       // acknowledgements, and a delivered send must not be left unacknowledged.
-      if (s.delivered_seq > s.acked_seq) {
-        FrameHeader a;
-        a.kind = FrameKind::ack;
-        a.seq = s.delivered_seq;
-        a.sent_ns = stamp;
-        s.ack_out = seal(a, 0);
-        s.acked_seq = s.delivered_seq;
+      if (const auto ack = s.cursor.take_ack(stamp)) {
+        s.ack_out = *ack;
         send(s.sock, bye, &s.ack_out);
       } else {
         send(s.sock, bye, nullptr);

@@ -35,6 +35,7 @@
 #include "transport/transport.hpp"
 #include "wan/emulation.hpp"
 #include "wan/frame.hpp"
+#include "wan/stream_core.hpp"
 #include "wan/wan_options.hpp"
 
 namespace strata::wan {
@@ -102,13 +103,6 @@ class WanTransport : public transport::Transport {
   using ReqPtr = std::shared_ptr<WanRequest>;
 
   // ---- sending (wan_sender.cpp)
-  struct OutFrame {
-    FrameHeader h;
-    std::uint32_t payload_crc = 0;
-    const char* payload = nullptr;
-    ReqPtr req;
-    bool written = false;  // once: writing it again is a resend
-  };
   // An ack (or the goodbye behind it) held back by the emulated delay.
   struct HeldAck {
     Clock::time_point due;
@@ -119,13 +113,9 @@ class WanTransport : public transport::Transport {
   struct OutStream {
     SocketPtr sock;
     bool connected = false, writing = false;
-    std::uint64_t next_seq = 1;
-    std::deque<OutFrame> unacked;   // assigned, not yet acknowledged, in seq order
-    std::size_t next_write = 0;     // unacked[next_write...] not yet written
-    std::size_t unacked_bytes = 0;
+    OutQueue<ReqPtr> q;
     std::uint64_t frames_written = 0;
     EncodedHeader ack_in{};
-    std::vector<EncodedHeader> batch;  // headers of the write in flight
     std::deque<HeldAck> delayed_acks;  // emulated delay, in arrival order
     // Backoff state: `down` from the first break until an ack shows the stream moving again,
     // so a peer that accepts and then drops every connection still runs out of time.
@@ -184,7 +174,7 @@ class WanTransport : public transport::Transport {
     std::uint32_t crc = 0;
     bool discard = false;
     InMsgPtr msg;  // the message the current frame belongs to, unless discarded
-    std::uint64_t recv_seq = 0, delivered_seq = 0, acked_seq = 0;
+    InCursor cursor;
     bool ack_writing = false;
     EncodedHeader ack_out{};
     std::deque<Arrival> delayed;
