@@ -15,10 +15,10 @@ Config read_config() {
     c.interfaces = config::get(config::net_if);
     const wan::WanOptions wan = wan::wan_options_from_config();
     c.emulation = wan.emulation;
-    if (c.emulation.rate_bytes_per_s > 0 || c.emulation.loss > 0 || c.emulation.corrupt > 0 ||
-        c.emulation.cut_after > 0)
-      log::warn("STRATA_WAN_EMULATE: the plugin emulates only delay and window; "
-                "rate, loss, corrupt and cut are ignored");
+    if (c.emulation.rate_bytes_per_s > 0 || c.emulation.loss > 0 || c.emulation.corrupt > 0)
+      log::warn("STRATA_WAN_EMULATE: the plugin emulates only delay, window and cut; "
+                "rate, loss and corrupt are ignored");
+    c.reconnect_for = wan.reconnect_for;
     c.stripe_bytes = wan.stripe_bytes;
     c.socket_buffer = wan.socket_buffer;
     c.wan_streams = wan.streams;

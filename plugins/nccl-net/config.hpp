@@ -24,7 +24,8 @@ struct Config {
   int wan_streams = 4;          // STRATA_WAN_STREAMS (0: from STRATA_WAN_BDP_BYTES, else 4)
   std::size_t stripe_bytes = 512u << 10;  // STRATA_WAN_STRIPE_BYTES
   int socket_buffer = 8 << 20;  // STRATA_WAN_SOCKET_BUFFER, WAN streams only
-  wan::Emulation emulation;     // STRATA_WAN_EMULATE: delay and window are honoured
+  wan::Emulation emulation;     // STRATA_WAN_EMULATE: delay, window and cut are honoured
+  std::chrono::milliseconds reconnect_for{60000};  // as the WAN link: STRATA_TIMEOUT_S
   int speed_mbps = 0;           // STRATA_NET_SPEED_MBPS: overrides sysfs (0: not set)
   int latency_us = -1;          // STRATA_NET_LATENCY_US (-1: not set)
   std::chrono::seconds connect_timeout{120};  // STRATA_NET_CONNECT_TIMEOUT_S, accept's handshake too

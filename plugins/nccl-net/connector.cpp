@@ -29,6 +29,10 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
       opt_.frame_bytes = std::min(opt_.frame_bytes, opt_.window);
     }
     opt_.delay = config.emulation.delay;
+    opt_.rejoin = true;
+    opt_.reconnect_for = config.reconnect_for;
+    opt_.socket_buffer = config.socket_buffer;
+    opt_.cut_after = config.emulation.cut_after;
     count = config.wan_streams;
   }
   peer_ = describe(addr_) + " (region '" + remote_region + "')";
@@ -40,7 +44,7 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
     h.magic = Hello::kMagic;
     h.version = Hello::kVersion;
     h.flags = static_cast<std::uint16_t>((opt_.checksum ? kChecksum : 0) | (opt_.acks ? kAcks : 0) |
-                                         (ucx_ ? kUcx : 0));
+                                         (ucx_ ? kUcx : 0) | (opt_.rejoin ? kRejoinable : 0));
     h.stream_index = static_cast<std::uint16_t>(i);
     h.stream_count = static_cast<std::uint16_t>(count);
     h.listen_nonce = handle.nonce;
@@ -61,6 +65,12 @@ TransferCommPtr Connector::step() {
   bool ready = true;
   for (Out& o : streams_) {
     if (!o.connected) o.connected = connect_finished(o.fd.get());
+    // The rejoin port goes into every hello, so it is opened before the first is written.
+    if (o.connected && opt_.rejoin && !rejoins_) {
+      rejoins_ = RejoinListener(o.fd.get(), streams_[0].hello.conn_id, static_cast<int>(streams_.size()),
+                                opt_.socket_buffer);
+      for (Out& each : streams_) each.hello.reserved = rejoins_.port();
+    }
     if (o.connected && o.written < sizeof(Hello)) {
       const iovec iov{reinterpret_cast<char*>(&o.hello) + o.written, sizeof(Hello) - o.written};
       o.written += send_some(o.fd.get(), &iov, 1);
@@ -78,7 +88,7 @@ TransferCommPtr Connector::step() {
   std::vector<Fd> fds;
   for (Out& o : streams_) fds.push_back(std::move(o.fd));
   log::info("connected to %s", peer_.c_str());
-  return TransferCommPtr(new SendComm(std::move(fds), opt_, peer_));
+  return TransferCommPtr(new SendComm(std::move(fds), opt_, peer_, std::move(rejoins_)));
 }
 
 TransferCommPtr Connector::dial() {

@@ -1,6 +1,7 @@
 // The connect side of connection setup, advanced one non-blocking step per NCCL connect
 // call: open the streams (one for a peer in the same region, STRATA_WAN_STREAMS for a
-// peer in another), wait for each to connect, write each hello, then hand over a SendComm
+// peer in another), wait for each to connect, write each hello (striped: naming the port
+// where broken streams are redialled, stream_rejoin.hpp), then hand over a SendComm
 // or, for a same-region peer over UCX, read the listener's worker address first
 // (ucx_handshake.hpp) and hand over a UcxSendComm. Any step fails once
 // STRATA_NET_CONNECT_TIMEOUT_S has passed.
@@ -19,6 +20,7 @@
 #include "handle.hpp"
 #include "send_comm.hpp"
 #include "socket.hpp"
+#include "stream_rejoin.hpp"
 #include "ucx_handshake.hpp"
 
 namespace strata::nccl_net {
@@ -46,6 +48,7 @@ class Connector {
   std::vector<Out> streams_;
   bool ucx_ = false;
   std::unique_ptr<UcxDial> dial_;  // once the hello is written, UCX path only
+  RejoinListener rejoins_;         // striped: where the receiver redials a broken stream
   std::chrono::steady_clock::time_point deadline_;
 };
 

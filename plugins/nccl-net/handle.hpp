@@ -10,7 +10,8 @@
 // Hello is the first 64 bytes on every stream of a connection: which listener it is
 // for, which connection and stream it belongs to, and how the data will be framed or,
 // for the UCX path, that the listener must answer with its worker address
-// (ucx_handshake.hpp). The connecting side chooses the path; the listener follows.
+// (ucx_handshake.hpp). The connecting side chooses the path; the listener follows. A
+// receiver that redials a broken striped stream sends one too (kRejoin).
 #pragma once
 
 #include <sys/socket.h>
@@ -43,6 +44,12 @@ enum HelloFlags : std::uint16_t {
   kChecksum = 1,  // frames carry a CRC32C of their payload that the receiver checks
   kAcks = 2,      // the receiver acknowledges frames on each stream
   kUcx = 4,       // same region over UCX: the listener answers with its worker address
+  // Striped: the sender listens at port `Hello::reserved` of its end's address, where the
+  // receiver redials a stream that broke (stream_rejoin.hpp).
+  kRejoinable = 8,
+  // This connection replaces stream `stream_index` of connection `conn_id`, sent to the
+  // sender's own port rather than to a listener.
+  kRejoin = 16,
 };
 
 struct Hello {
@@ -54,7 +61,7 @@ struct Hello {
   std::uint16_t flags;
   std::uint16_t stream_index;
   std::uint16_t stream_count;
-  std::uint32_t reserved;
+  std::uint32_t reserved;  // kRejoinable: the port the sender takes rejoins on
   std::uint64_t listen_nonce;
   std::uint64_t conn_id;  // groups the streams of one connection
   std::uint64_t region_hash;

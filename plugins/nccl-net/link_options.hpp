@@ -7,11 +7,13 @@
 // Different regions ("striped"): src/wan's scheme. K streams, messages cut into stripes
 // handed to the least-loaded stream (wan/striping.hpp), every frame with a sequence
 // number and a CRC32C (wan/frame.hpp), cumulative acks per stream that bound each
-// stream's unacknowledged bytes by `window`, and a send completes once acknowledged.
+// stream's unacknowledged bytes by `window`, and a send completes once acknowledged. A
+// stream that breaks is redialled and its unacknowledged frames resent (stream_rejoin.hpp).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 namespace strata::nccl_net {
 
@@ -22,6 +24,10 @@ struct LinkOptions {
   std::size_t frame_bytes = std::size_t{1} << 30;  // largest payload per frame
   std::size_t window = 64u << 20;                  // unacknowledged bytes per stream
   std::chrono::nanoseconds delay{0};               // emulated one-way delay (STRATA_WAN_EMULATE)
+  bool rejoin = false;  // striped: broken streams are redialled (both ends agreed)
+  std::chrono::milliseconds reconnect_for{60000};  // a stream down this long fails the comm
+  int socket_buffer = 0;                           // redialled streams' SO_SNDBUF/SO_RCVBUF
+  std::uint64_t cut_after = 0;  // emulated: stream 0 is cut once after this many frames
 };
 
 }  // namespace strata::nccl_net

@@ -146,11 +146,15 @@ TransferCommPtr ListenComm::make_tcp_comm(Group& g, const std::string& peer) {
   opt.striped = opt.acks;
   if (opt.striped) {
     opt.delay = config_.emulation.delay;
+    opt.rejoin = (h.flags & kRejoinable) != 0;
+    opt.reconnect_for = config_.reconnect_for;
+    opt.socket_buffer = config_.socket_buffer;
     for (Fd& fd : g.streams) set_buffers(fd.get(), config_.socket_buffer);
   }
-  log::info("accepted %s connection from %s: %d stream(s)%s", opt.striped ? "striped" : "direct TCP",
-            peer.c_str(), h.stream_count, opt.checksum ? ", CRC32C frames, acks" : "");
-  return TransferCommPtr(new RecvComm(std::move(g.streams), opt, peer));
+  log::info("accepted %s connection from %s: %d stream(s)%s%s", opt.striped ? "striped" : "direct TCP",
+            peer.c_str(), h.stream_count, opt.checksum ? ", CRC32C frames, acks" : "",
+            opt.rejoin ? ", broken streams redialled" : "");
+  return TransferCommPtr(new RecvComm(std::move(g.streams), opt, peer, h));
 }
 
 }  // namespace strata::nccl_net

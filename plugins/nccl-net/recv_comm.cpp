@@ -3,23 +3,51 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "errors.hpp"
+#include "log.hpp"
 #include "send_comm.hpp"
 #include "wan/crc32c.hpp"
 
 namespace strata::nccl_net {
 
 namespace {
+constexpr std::size_t kScratch = 64 << 10;
 [[noreturn]] void broken(const std::string& what) { throw NetError(abi::remote_error, what); }
 }  // namespace
 
-RecvComm::RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer)
-    : TransferComm(Kind::recv, Path::tcp, std::move(peer)), opt_(options) {
+RecvComm::RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer, const Hello& first)
+    : TransferComm(Kind::recv, Path::tcp, std::move(peer)), opt_(options), first_(first) {
   for (Fd& fd : streams) {
     Stream s;
     s.fd = std::move(fd);
     streams_.push_back(std::move(s));
+  }
+  if (opt_.rejoin) {
+    rejoin_addr_ = remote_address(streams_[0].fd.get(), &rejoin_len_);
+    set_port(rejoin_addr_, static_cast<std::uint16_t>(first.reserved));
+    scratch_.resize(kScratch);
+  }
+}
+
+RecvComm::~RecvComm() {
+  if (!opt_.rejoin) return;
+  if (dropped_)
+    log::info("closing the connection from %s: %llu resent frame(s) that had already arrived were dropped",
+              peer().c_str(), static_cast<unsigned long long>(dropped_));
+  wan::FrameHeader h;
+  h.kind = wan::FrameKind::goodbye;
+  h.sent_ns = steady_ns();
+  const wan::EncodedHeader bye = wan::seal(h, 0);
+  for (Stream& s : streams_) {
+    if (!s.fd || s.ack_writing) continue;  // inside a half-written ack it would garble both
+    const iovec iov{const_cast<unsigned char*>(bye.data()), bye.size()};
+    try {
+      send_some(s.fd.get(), &iov, 1);
+    } catch (const NetError&) {
+      // Best effort: the sender then sees the stream close instead.
+    }
   }
 }
 
@@ -36,40 +64,58 @@ Request* RecvComm::irecv(int n, void* const* data, const std::size_t* sizes, con
 
 void RecvComm::progress() {
   bool moved = true;
+  std::int64_t now = 0;
   while (moved) {
     moved = false;
-    const std::int64_t now = opt_.delay.count() > 0 ? steady_ns() : 0;  // only delay needs it
+    const bool down = std::any_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.down_since; });
+    now = opt_.delay.count() > 0 || down ? steady_ns() : 0;  // only delay and redials need it
     for (Stream& s : streams_) {
       while (!s.delayed.empty() && s.delayed.front().due_ns <= now) {
         deliver(s, s.delayed.front());
         s.delayed.pop_front();
         moved = true;
       }
+      if (s.down_since) moved |= redial(s, now);
       if (!s.eof) moved |= pump(s);
       if (opt_.acks) moved |= send_ack(s);
     }
   }
+  const bool waiting = !posted_.empty() || !msgs_.empty();
+  for (const Stream& s : streams_)
+    if (waiting && s.down_since && now - s.down_since > std::chrono::nanoseconds(opt_.reconnect_for).count())
+      broken("stream " + std::to_string(index(s)) + " broke (" + s.why + ") and could not be redialled within " +
+             std::to_string(opt_.reconnect_for.count()) + " ms");
   const bool all_closed = std::all_of(streams_.begin(), streams_.end(),
                                       [](const Stream& s) { return s.eof && s.delayed.empty(); });
-  if (all_closed && (!posted_.empty() || !msgs_.empty()))
-    broken("peer closed the connection with receives pending");
+  if (all_closed && waiting) broken("peer closed the connection with receives pending");
 }
 
 bool RecvComm::pump(Stream& s) {
   bool any = false;
+  if (!s.fd) return false;
   if (s.starved) {
     if (!ready(s.fd.get(), POLLIN)) return false;
     s.starved = false;
   }
   for (;;) {
     bool eof = false;
+    std::size_t got = 0;
     if (!s.have_header) {
-      const std::size_t got = recv_some(s.fd.get(), s.raw.data() + s.header_got,
-                                        wan::kHeaderBytes - s.header_got, &eof);
+      try {
+        got = recv_some(s.fd.get(), s.raw.data() + s.header_got, wan::kHeaderBytes - s.header_got, &eof);
+      } catch (const NetError& e) {
+        break_stream(s, e.what());
+        return true;
+      }
       if (eof) {
-        if (s.header_got) broken("peer closed the connection inside a frame header");
-        s.eof = true;
-        return any;
+        if (s.header_got) {
+          break_stream(s, "peer closed the connection inside a frame header");
+        } else if (opt_.rejoin) {
+          break_stream(s, "the sender's end closed");  // the redial tells a closed comm from a cut
+        } else {
+          s.eof = true;
+        }
+        return true;
       }
       if (got == 0) {
         s.starved = true;
@@ -78,41 +124,63 @@ bool RecvComm::pump(Stream& s) {
       any = true;
       s.header_got += got;
       if (s.header_got < wan::kHeaderBytes) continue;
-      if (!wan::header_intact(s.raw.data())) broken("frame header CRC mismatch");
-      s.h = wan::decode(s.raw.data());
-      if (s.h.kind != wan::FrameKind::data) broken("unexpected frame kind on a data stream");
-      if (s.h.seq != s.expect_seq)
-        broken("frame " + std::to_string(s.h.seq) + " where " + std::to_string(s.expect_seq) + " was due");
-      ++s.expect_seq;
+      const wan::InCursor::Header c = s.cursor.check(s.raw.data(), std::numeric_limits<std::uint32_t>::max());
+      using Kind = wan::InCursor::Header::Kind;
+      if (c.kind == Kind::goodbye) {
+        break_stream(s, "unexpected frame kind on a data stream");
+        return true;
+      }
+      if (c.kind == Kind::broken || (c.kind == Kind::resent && !opt_.rejoin)) {
+        break_stream(s, c.kind == Kind::broken ? c.why : "frame " + std::to_string(c.h.seq) + " repeated");
+        return true;
+      }
+      s.h = c.h;
+      s.discard = c.kind == Kind::resent;
       s.have_header = true;
     }
     if (!s.in_payload) {
-      if (!resolve(s)) return any;  // hold the stream until the message can be matched
+      if (!s.discard && !resolve(s)) return any;  // hold the stream until the message can be matched
       s.in_payload = true;
       s.payload_got = 0;
       s.crc = 0;
     }
     if (s.payload_got < s.h.length) {
-      const std::size_t got =
-          recv_some(s.fd.get(), s.dest + s.payload_got, s.h.length - s.payload_got, &eof);
-      if (eof) broken("peer closed the connection inside a frame");
+      char* into = s.discard ? scratch_.data() : s.dest + s.payload_got;
+      std::size_t want = s.h.length - s.payload_got;
+      if (s.discard) want = std::min(want, scratch_.size());
+      try {
+        got = recv_some(s.fd.get(), into, want, &eof);
+      } catch (const NetError& e) {
+        break_stream(s, e.what());
+        return true;
+      }
+      if (eof) {
+        break_stream(s, "peer closed the connection inside a frame");
+        return true;
+      }
       if (got == 0) {
         s.starved = true;
         return any;
       }
       any = true;
-      if (opt_.checksum) s.crc = wan::crc32c_extend(s.crc, s.dest + s.payload_got, got);
+      if (opt_.checksum) s.crc = wan::crc32c_extend(s.crc, into, got);
       s.payload_got += got;
       if (s.payload_got < s.h.length) continue;
     }
-    if (opt_.checksum && wan::frame_crc(s.crc, s.h) != s.h.crc)
-      broken("frame CRC mismatch (message " + std::to_string(s.h.msg_id) + ", offset " +
-             std::to_string(s.h.offset) + ")");
-    const Arrival a{s.h.sent_ns + opt_.delay.count(), s.h.seq, s.h.msg_id, s.h.length};
-    if (opt_.delay.count() > 0)
-      s.delayed.push_back(a);
-    else
-      deliver(s, a);
+    if (!s.cursor.arrived(s.h, s.crc, opt_.checksum)) {
+      break_stream(s, "frame CRC mismatch (message " + std::to_string(s.h.msg_id) + ", offset " +
+                          std::to_string(s.h.offset) + ")");
+      return true;
+    }
+    if (s.discard) {
+      ++dropped_;
+    } else {
+      const Arrival a{s.h.sent_ns + opt_.delay.count(), s.h.seq, s.h.msg_id, s.h.length};
+      if (opt_.delay.count() > 0)
+        s.delayed.push_back(a);
+      else
+        deliver(s, a);
+    }
     s.have_header = s.in_payload = false;
     s.header_got = 0;
     any = true;
@@ -143,15 +211,15 @@ bool RecvComm::resolve(Stream& s) {
     ++next_match_;
   }
   const InMsg& m = it->second;
-  if (h.total != m.total || h.offset > m.total || h.length > m.total - h.offset)
-    broken("frame outside its message (offset " + std::to_string(h.offset) + ", length " +
-           std::to_string(h.length) + ", total " + std::to_string(m.total) + ")");
+  if (h.total != m.total)
+    broken("frame of message " + std::to_string(h.msg_id) + " says " + std::to_string(h.total) +
+           " bytes where an earlier one said " + std::to_string(m.total));
   s.dest = h.length ? m.req->slots[m.slot].buf + h.offset : nullptr;
   return true;
 }
 
 void RecvComm::deliver(Stream& s, const Arrival& a) {
-  s.delivered_seq = a.seq;
+  s.cursor.delivered(a.seq);
   auto it = msgs_.find(a.msg_id);
   InMsg& m = it->second;
   m.received += a.length;
@@ -162,22 +230,77 @@ void RecvComm::deliver(Stream& s, const Arrival& a) {
 }
 
 bool RecvComm::send_ack(Stream& s) {
+  if (!s.fd) return false;
   if (!s.ack_writing) {
-    if (s.delivered_seq == s.acked_seq) return false;
-    wan::FrameHeader h;
-    h.kind = wan::FrameKind::ack;
-    h.seq = s.delivered_seq;
-    h.sent_ns = steady_ns();
-    s.ack = wan::seal(h, 0);
-    s.acked_seq = s.delivered_seq;
+    if (!s.cursor.ack_due()) return false;
+    s.ack = *s.cursor.take_ack(steady_ns());
     s.ack_written = 0;
     s.ack_writing = true;
   }
   const iovec iov{s.ack.data() + s.ack_written, wan::kHeaderBytes - s.ack_written};
-  const std::size_t n = send_some(s.fd.get(), &iov, 1);
+  std::size_t n = 0;
+  try {
+    n = send_some(s.fd.get(), &iov, 1);
+  } catch (const NetError& e) {
+    break_stream(s, e.what());
+    return true;
+  }
   s.ack_written += n;
   if (s.ack_written == wan::kHeaderBytes) s.ack_writing = false;
   return n > 0;
+}
+
+void RecvComm::break_stream(Stream& s, const std::string& why) {
+  if (!opt_.rejoin) broken(why);
+  log::warn("stream %d from %s broke (%s); redialling", index(s), peer().c_str(), why.c_str());
+  s.fd = Fd();
+  s.header_got = 0;
+  s.have_header = s.in_payload = s.discard = false;
+  s.ack_written = 0;
+  s.ack_writing = false;
+  s.starved = false;
+  s.down_since = s.retry_at = steady_ns();
+  s.failures = 0;
+  s.why = why;
+}
+
+bool RecvComm::redial(Stream& s, std::int64_t now_ns) {
+  if (!s.redial) {
+    if (now_ns < s.retry_at) return false;
+    try {
+      s.redial = std::make_unique<Redial>(rejoin_addr_, rejoin_len_, first_, index(s), opt_.socket_buffer);
+    } catch (const NetError&) {
+      retry_later(s, now_ns);
+      return false;
+    }
+  }
+  Redial::State state = Redial::State::pending;
+  try {
+    state = s.redial->step();
+  } catch (const NetError&) {
+    retry_later(s, now_ns);
+    return false;
+  }
+  if (state == Redial::State::pending) return false;
+  s.down_since = 0;
+  if (state == Redial::State::refused) {  // the sender's comm is gone: nothing more comes
+    log::info("stream %d from %s: the sender has closed (redial refused)", index(s), peer().c_str());
+    s.redial.reset();
+    s.eof = true;
+    return true;
+  }
+  s.fd = s.redial->take();
+  s.redial.reset();
+  s.cursor.rejoined();
+  log::info("stream %d from %s redialled", index(s), peer().c_str());
+  return true;
+}
+
+void RecvComm::retry_later(Stream& s, std::int64_t now_ns) {
+  s.redial.reset();
+  s.failures = std::min(s.failures + 1, 8);
+  const std::int64_t backoff = std::min<std::int64_t>(5'000'000ll << s.failures, 1'000'000'000ll);
+  s.retry_at = now_ns + backoff;
 }
 
 }  // namespace strata::nccl_net

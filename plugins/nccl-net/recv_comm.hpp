@@ -8,22 +8,36 @@
 // nothing is ever staged and payloads go straight from the socket into NCCL's buffers.
 // That cannot deadlock: a sender assigns all stripes of message m before any of m+1, so
 // the earliest unmatched message always heads some stream.
+//
+// Striped: frame headers are checked and acknowledged by wan/stream_core.hpp's cursor. A
+// stream that breaks is redialled to the sender (stream_rejoin.hpp); frames it resends
+// that had already arrived are read into scratch and dropped, never into a buffer that
+// may have gone back to NCCL.
 #pragma once
 
 #include <deque>
+#include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "comm.hpp"
+#include "handle.hpp"
 #include "link_options.hpp"
 #include "socket.hpp"
+#include "stream_rejoin.hpp"
 #include "wan/frame.hpp"
+#include "wan/stream_core.hpp"
 
 namespace strata::nccl_net {
 
 class RecvComm final : public TransferComm {
  public:
-  RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer);
+  // `first`: the connection's first hello, naming the sender's rejoin port (options.rejoin).
+  RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer, const Hello& first);
+  // Striped: a goodbye on every stream, so the sender fails what is in flight at once
+  // instead of waiting for a redial that will not come.
+  ~RecvComm();
   // nullptr when every request slot is in flight. Arguments are checked by post_recv.
   Request* irecv(int n, void* const* data, const std::size_t* sizes, const int* tags);
 
@@ -41,34 +55,50 @@ class RecvComm final : public TransferComm {
     std::size_t length;
   };
   struct Stream {
-    Fd fd;
+    Fd fd;  // invalid while broken and not yet redialled
+    wan::InCursor cursor;
     wan::EncodedHeader raw{};
     std::size_t header_got = 0;
     bool have_header = false, in_payload = false;
+    bool discard = false;  // a resend of a frame that already arrived
     wan::FrameHeader h{};
     char* dest = nullptr;
     std::size_t payload_got = 0;
     std::uint32_t crc = 0;
-    std::uint64_t expect_seq = 1, delivered_seq = 0, acked_seq = 0;
     wan::EncodedHeader ack{};
     std::size_t ack_written = 0;
     bool ack_writing = false;
     std::deque<Arrival> delayed;
     bool eof = false;
     bool starved = false;  // the last read found nothing: poll before reading again
+    // Broken: redialling, with backoff, since down_since.
+    std::unique_ptr<Redial> redial;
+    std::int64_t down_since = 0, retry_at = 0;
+    int failures = 0;
+    std::string why;
   };
-
 
   bool pump(Stream& s);
   bool resolve(Stream& s);
   void deliver(Stream& s, const Arrival& a);
   bool send_ack(Stream& s);
+  // A striped stream failed: drop the frame in progress and redial; elsewhere the failure
+  // is final and propagates.
+  void break_stream(Stream& s, const std::string& why);
+  bool redial(Stream& s, std::int64_t now_ns);
+  void retry_later(Stream& s, std::int64_t now_ns);
+  int index(const Stream& s) const { return static_cast<int>(&s - streams_.data()); }
 
   std::vector<Stream> streams_;
   LinkOptions opt_;
   std::deque<Request*> posted_;  // receives with unmatched buffers, in posting order
   std::unordered_map<std::uint64_t, InMsg> msgs_;  // matched, not complete
   std::uint64_t next_match_ = 0;
+  Hello first_{};
+  sockaddr_storage rejoin_addr_{};  // the sender's rejoin port
+  socklen_t rejoin_len_ = 0;
+  std::vector<char> scratch_;  // resent payloads, read and dropped
+  std::uint64_t dropped_ = 0;  // resent frames dropped, for the log
 };
 
 }  // namespace strata::nccl_net

@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "errors.hpp"
+#include "log.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/striping.hpp"
 
@@ -23,8 +24,9 @@ std::int64_t steady_ns() {
       .count();
 }
 
-SendComm::SendComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer)
-    : TransferComm(Kind::send, Path::tcp, std::move(peer)), opt_(options) {
+SendComm::SendComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer,
+                   RejoinListener rejoins)
+    : TransferComm(Kind::send, Path::tcp, std::move(peer)), opt_(options), rejoins_(std::move(rejoins)) {
   for (Fd& fd : streams) {
     Stream s;
     s.fd = std::move(fd);
@@ -48,48 +50,55 @@ Request* SendComm::isend(const void* data, std::size_t size, int tag) {
 }
 
 void SendComm::progress() {
-  // Frame timestamps matter only to delay emulation; without it, skip the clock.
+  // Frame timestamps matter only to delay emulation and to how long a stream is down.
   const std::int64_t now = opt_.delay.count() > 0 || opt_.acks ? steady_ns() : 0;
   bool moved = true;
   while (moved) {
     moved = false;
+    if (any_down()) moved |= restore();
     if (opt_.acks)
       for (Stream& s : streams_) moved |= read_acks(s, now);
     moved |= assign(now);
-    for (Stream& s : streams_) moved |= write(s);
+    for (Stream& s : streams_) moved |= write(s, now);
+  }
+  const bool in_flight = !pending_.empty() || std::any_of(streams_.begin(), streams_.end(),
+                                                          [](const Stream& s) { return !s.q.empty(); });
+  if (receiver_closed_ && in_flight)
+    throw NetError(abi::remote_error, "peer closed the connection with sends in flight");
+  for (std::size_t i = 0; i < streams_.size(); ++i) {
+    const Stream& s = streams_[i];
+    if (s.down_since && in_flight && now - s.down_since > std::chrono::nanoseconds(opt_.reconnect_for).count())
+      throw NetError(abi::remote_error, "stream " + std::to_string(i) + " broke (" + s.why +
+                                            ") and was not redialled within " +
+                                            std::to_string(opt_.reconnect_for.count()) + " ms");
   }
 }
 
 bool SendComm::assign(std::int64_t now_ns) {
   bool any = false;
-  std::vector<wan::StreamLoad>& loads = loads_;
   while (!pending_.empty()) {
     Pending& p = pending_.front();
     const std::size_t remaining = p.req->size - p.next_offset;
     const std::size_t len = std::min(remaining, opt_.frame_bytes);
     for (std::size_t i = 0; i < streams_.size(); ++i) {
       const Stream& s = streams_[i];
-      loads[i].ready = s.frames.size() - s.next_write < max_unwritten_;
-      loads[i].unacked = s.unacked;
+      loads_[i].ready = s.fd && s.q.unwritten() < max_unwritten_;
+      loads_[i].unacked = s.q.unacked_bytes();
     }
     const std::size_t window = opt_.acks ? opt_.window : SIZE_MAX;
-    const int pick = wan::pick_stream(loads, len, window);
+    const int pick = wan::pick_stream(loads_, len, window);
     if (pick < 0) break;
     Stream& s = streams_[static_cast<std::size_t>(pick)];
 
     wan::FrameHeader h;
-    h.kind = wan::FrameKind::data;
     h.length = static_cast<std::uint32_t>(len);
-    h.seq = s.next_seq++;
     h.msg_id = p.msg_id;
     h.offset = p.next_offset;
     h.total = p.req->size;
     h.tag = static_cast<std::uint32_t>(p.tag);
     h.sent_ns = now_ns;
     const char* payload = len ? p.data + p.next_offset : nullptr;
-    const std::uint32_t payload_crc = opt_.checksum && len ? wan::crc32c(payload, len) : 0;
-    s.frames.push_back({wan::seal(h, payload_crc), payload, len, 0, h.seq, p.req});
-    if (opt_.acks) s.unacked += len;
+    s.q.push(h, payload, opt_.checksum && len ? wan::crc32c(payload, len) : 0, p.req);
     ++p.req->stripes_left;
     p.next_offset += len;
     any = true;
@@ -101,61 +110,71 @@ bool SendComm::assign(std::int64_t now_ns) {
   return any;
 }
 
-bool SendComm::write(Stream& s) {
-  bool any = false;
-  if (s.next_write == s.frames.size()) return false;
+bool SendComm::write(Stream& s, std::int64_t now_ns) {
+  if (!s.fd || s.q.unwritten() == 0) return false;
+  if (opt_.cut_after && &s == &streams_[0] && !cut_done_ && s.frames_written >= opt_.cut_after) {
+    // Like a middlebox resetting the flow once what was written is through: the receiver
+    // reads it all, sees the end, and redials. The socket stays open, or closing it with
+    // acknowledgements unread would reset the connection and lose those bytes instead.
+    cut_done_ = true;
+    cut(s.fd.get());
+    cut_fd_ = std::move(s.fd);
+    broken(s, "emulated cut");
+    return true;
+  }
   if (s.blocked) {
     if (!ready(s.fd.get(), POLLOUT)) return false;
     s.blocked = false;
   }
-  while (s.next_write < s.frames.size()) {
+  bool any = false;
+  while (s.q.unwritten() > 0) {
     iovec iov[2 * kBatchFrames];
     int n = 0;
-    for (std::size_t i = s.next_write; i < s.frames.size() && n < 2 * kBatchFrames; ++i) {
-      const OutFrame& f = s.frames[i];
-      std::size_t skip = f.written;
+    std::size_t want = 0;
+    for (std::size_t i = 0; i < s.q.unwritten() && n < 2 * kBatchFrames; ++i) {
+      auto& f = s.q.unwritten_frame(i, now_ns);
+      std::size_t skip = f.put;
       if (skip < wan::kHeaderBytes) {
-        iov[n++] = {const_cast<unsigned char*>(f.header.data()) + skip, wan::kHeaderBytes - skip};
+        iov[n++] = {f.wire.data() + skip, wan::kHeaderBytes - skip};
         skip = 0;
       } else {
         skip -= wan::kHeaderBytes;
       }
-      if (f.length > skip) iov[n++] = {const_cast<char*>(f.payload) + skip, f.length - skip};
+      if (f.h.length > skip) iov[n++] = {const_cast<char*>(f.payload) + skip, f.h.length - skip};
+      want += f.wire_bytes() - f.put;
     }
-    std::size_t want = 0;
-    for (int i = 0; i < n; ++i) want += iov[i].iov_len;
-    std::size_t sent = send_some(s.fd.get(), iov, n);
+    std::size_t sent = 0;
+    try {
+      sent = send_some(s.fd.get(), iov, n);
+    } catch (const NetError& e) {
+      broken(s, e.what());
+      return true;
+    }
     s.blocked = sent < want;
     if (sent == 0) break;
     any = true;
-    while (sent > 0) {
-      OutFrame& f = s.frames[s.next_write];
-      const std::size_t take = std::min(sent, wan::kHeaderBytes + f.length - f.written);
-      f.written += take;
-      sent -= take;
-      if (f.written < wan::kHeaderBytes + f.length) break;
-      ++s.next_write;
-      if (!opt_.acks) {  // direct: written is done
-        Request* r = f.req;
-        s.frames.pop_front();
-        --s.next_write;
-        retire(r);
-      }
-    }
+    s.frames_written += s.q.wrote(sent).frames;
+    // Direct: a written frame is done; nothing will acknowledge it.
+    if (!opt_.acks) s.q.ack(s.q.last_written(), [this](Request* r, std::size_t) { retire(r); });
   }
   return any;
 }
 
 bool SendComm::read_acks(Stream& s, std::int64_t now_ns) {
   bool any = false;
-  if (s.ack_starved && ready(s.fd.get(), POLLIN)) s.ack_starved = false;
-  while (!s.ack_starved) {
+  if (s.fd && s.ack_starved && ready(s.fd.get(), POLLIN)) s.ack_starved = false;
+  while (s.fd && !s.ack_starved) {
     bool eof = false;
-    const std::size_t got =
-        recv_some(s.fd.get(), s.ack.data() + s.ack_got, wan::kHeaderBytes - s.ack_got, &eof);
+    std::size_t got = 0;
+    try {
+      got = recv_some(s.fd.get(), s.ack.data() + s.ack_got, wan::kHeaderBytes - s.ack_got, &eof);
+    } catch (const NetError& e) {
+      broken(s, e.what());
+      break;
+    }
     if (eof) {
-      if (!s.frames.empty() || !pending_.empty())
-        throw NetError(abi::remote_error, "peer closed the connection with sends in flight");
+      if (receiver_closed_) s.fd = Fd();  // after its goodbye: the end, not a break
+      else broken(s, "the receiver's end closed");
       break;
     }
     if (got == 0) {
@@ -165,29 +184,57 @@ bool SendComm::read_acks(Stream& s, std::int64_t now_ns) {
     s.ack_got += got;
     if (s.ack_got < wan::kHeaderBytes) continue;
     s.ack_got = 0;
-    if (!wan::header_intact(s.ack.data()))
-      throw NetError(abi::remote_error, "acknowledgement with a bad header CRC");
-    const wan::FrameHeader h = wan::decode(s.ack.data());
-    if (h.kind != wan::FrameKind::ack) throw NetError(abi::remote_error, "data frame on an ack path");
-    s.delayed_acks.emplace_back(h.sent_ns + opt_.delay.count(), h.seq);
+    const wan::Reply r = wan::read_reply(s.ack.data());
+    if (r.kind == wan::Reply::Kind::goodbye) {
+      receiver_closed_ = true;
+    } else if (r.kind == wan::Reply::Kind::broken) {
+      broken(s, r.why);
+    } else {
+      s.delayed_acks.emplace_back(r.h.sent_ns + opt_.delay.count(), r.h.seq);
+    }
   }
   // Emulated delay: an ack counts only one delay after the receiver sent it.
-  while (!s.delayed_acks.empty() && s.delayed_acks.front().first <= now_ns) {
-    apply_ack(s, s.delayed_acks.front().second);
+  while (!s.delayed_acks.empty() && (opt_.delay.count() == 0 || s.delayed_acks.front().first <= now_ns)) {
+    s.q.ack(s.delayed_acks.front().second, [this](Request* r, std::size_t) { retire(r); });
     s.delayed_acks.pop_front();
     any = true;
   }
   return any;
 }
 
-void SendComm::apply_ack(Stream& s, std::uint64_t seq) {
-  // Acks are cumulative and a stream's frames are in seq order.
-  while (s.next_write > 0 && s.frames.front().seq <= seq) {
-    OutFrame f = s.frames.front();
-    s.frames.pop_front();
-    --s.next_write;
-    s.unacked -= f.length;
-    retire(f.req);
+void SendComm::broken(Stream& s, const std::string& why) {
+  if (!opt_.rejoin) throw NetError(abi::remote_error, why);
+  if (!s.fd && s.down_since) return;
+  const auto index = static_cast<int>(&s - streams_.data());
+  log::warn("stream %d to %s broke (%s); waiting for the receiver to redial it", index, peer().c_str(),
+            why.c_str());
+  s.fd = Fd();
+  s.blocked = s.ack_starved = false;
+  s.ack_got = 0;
+  s.q.rewind();
+  if (!s.down_since) s.down_since = steady_ns();
+  s.why = why;
+}
+
+bool SendComm::any_down() const {
+  return std::any_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.down_since != 0; });
+}
+
+bool SendComm::restore() {
+  bool any = false;
+  for (;;) {
+    Fd fd;
+    const int index = rejoins_.poll(&fd);
+    if (index < 0) return any;
+    Stream& s = streams_[static_cast<std::size_t>(index)];
+    s.fd = std::move(fd);  // replaces the old socket if its break was not seen here yet
+    s.blocked = s.ack_starved = false;
+    s.ack_got = 0;
+    s.q.rewind();
+    s.down_since = 0;
+    log::info("stream %d to %s redialled; resending %zu unacknowledged frame(s)", index, peer().c_str(),
+              s.q.frames());
+    any = true;
   }
 }
 

@@ -1,22 +1,29 @@
 // The sending half of a connection: queues isends, cuts them into frames, writes frames
-// to the streams without blocking, and (striped) retires them on acknowledgement.
+// to the streams without blocking, and (striped) retires them on acknowledgement. The
+// frames' numbering, resend queue and acknowledgements are wan/stream_core.hpp's, as in
+// libstrata's WAN link; a striped stream that breaks waits for the receiver to redial it
+// (stream_rejoin.hpp) and then resends what was not acknowledged.
 #pragma once
 
 #include <chrono>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "comm.hpp"
 #include "link_options.hpp"
 #include "socket.hpp"
+#include "stream_rejoin.hpp"
 #include "wan/frame.hpp"
+#include "wan/stream_core.hpp"
 #include "wan/striping.hpp"
 
 namespace strata::nccl_net {
 
 class SendComm final : public TransferComm {
  public:
-  SendComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer);
+  // `rejoins`: where broken streams come back (striped links with options.rejoin).
+  SendComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer, RejoinListener rejoins);
   // nullptr when every request slot is in flight (NCCL retries later). Arguments are
   // checked by post_send.
   Request* isend(const void* data, std::size_t size, int tag);
@@ -24,25 +31,17 @@ class SendComm final : public TransferComm {
  private:
   friend class TransferComm;  // poll() runs progress()
   void progress();
-  struct OutFrame {
-    wan::EncodedHeader header;
-    const char* payload;
-    std::size_t length;
-    std::size_t written;  // of header + payload
-    std::uint64_t seq;
-    Request* req;
-  };
   struct Stream {
-    Fd fd;
-    std::deque<OutFrame> frames;  // [0, next_write) written and awaiting an ack; rest unwritten
-    std::size_t next_write = 0;
+    Fd fd;  // invalid while broken and not yet redialled
+    wan::OutQueue<Request*> q;
     bool blocked = false;  // the last write did not fit: poll before writing again
     bool ack_starved = false;
-    std::size_t unacked = 0;  // payload bytes assigned and not acknowledged
-    std::uint64_t next_seq = 1;
     wan::EncodedHeader ack{};
     std::size_t ack_got = 0;
     std::deque<std::pair<std::int64_t, std::uint64_t>> delayed_acks;  // (due ns, seq)
+    std::uint64_t frames_written = 0;
+    std::int64_t down_since = 0;  // steady ns of the break, while broken
+    std::string why;              // what broke it
   };
   struct Pending {
     Request* req;
@@ -52,12 +51,16 @@ class SendComm final : public TransferComm {
     std::size_t next_offset;
   };
 
-
   bool assign(std::int64_t now_ns);
-  bool write(Stream& s);
+  bool write(Stream& s, std::int64_t now_ns);
   bool read_acks(Stream& s, std::int64_t now_ns);
-  void apply_ack(Stream& s, std::uint64_t seq);
   void retire(Request* r);
+  // A striped stream failed: close it and wait for the receiver to redial; elsewhere the
+  // failure is final and propagates.
+  void broken(Stream& s, const std::string& why);
+  // Takes back streams the receiver redialled.
+  bool restore();
+  bool any_down() const;
 
   std::vector<Stream> streams_;
   LinkOptions opt_;
@@ -65,6 +68,10 @@ class SendComm final : public TransferComm {
   std::deque<Pending> pending_;  // not yet fully cut into frames, in isend order
   std::vector<wan::StreamLoad> loads_;  // scratch for assign()
   std::uint64_t next_msg_id_ = 0;
+  RejoinListener rejoins_;  // after streams_: closed first, so a redial is refused, not reset
+  bool cut_done_ = false;
+  Fd cut_fd_;  // the emulated cut's socket, written to no more
+  bool receiver_closed_ = false;  // it said goodbye: nothing more will be acknowledged
 };
 
 std::int64_t steady_ns();

@@ -63,10 +63,7 @@ std::string describe(const sockaddr_storage& addr) {
 Fd listen_on(const sockaddr_storage& addr, socklen_t len, std::uint16_t* port) {
   Fd fd = make_socket(addr.ss_family);
   sockaddr_storage bind_addr = addr;
-  if (bind_addr.ss_family == AF_INET)
-    reinterpret_cast<sockaddr_in*>(&bind_addr)->sin_port = 0;
-  else
-    reinterpret_cast<sockaddr_in6*>(&bind_addr)->sin6_port = 0;
+  set_port(bind_addr, 0);
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&bind_addr), len) != 0)
     fail(("bind " + describe(bind_addr)).c_str(), errno);
   if (::listen(fd.get(), SOMAXCONN) != 0) fail("listen", errno);
@@ -89,16 +86,50 @@ Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer) {
   return fd;
 }
 
-bool connect_finished(int fd) {
+Dial dial_state(int fd) {
   // A second connect() reports the state without waiting: EISCONN once established.
   sockaddr_storage peer{};
   socklen_t len = sizeof peer;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0) return true;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0) return Dial::connected;
   int err = 0;
   socklen_t err_len = sizeof err;
   if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0) fail("getsockopt", errno);
+  if (err == ECONNREFUSED) return Dial::refused;
   if (err != 0 && err != EINPROGRESS && err != EALREADY) fail("connect", err);
-  return false;
+  return Dial::pending;
+}
+
+bool connect_finished(int fd) {
+  const Dial d = dial_state(fd);
+  if (d == Dial::refused) fail("connect", ECONNREFUSED);
+  return d == Dial::connected;
+}
+
+sockaddr_storage local_address(int fd, socklen_t* len) {
+  sockaddr_storage a{};
+  *len = sizeof a;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) fail("getsockname", errno);
+  return a;
+}
+
+sockaddr_storage remote_address(int fd, socklen_t* len) {
+  sockaddr_storage a{};
+  *len = sizeof a;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) fail("getpeername", errno);
+  return a;
+}
+
+void set_port(sockaddr_storage& addr, std::uint16_t port) {
+  if (addr.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&addr)->sin_port = htons(port);
+  else
+    reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = htons(port);
+}
+
+void cut(int fd) {
+  // Not SHUT_RD: acknowledgements arriving at a socket shut for reading draw a reset,
+  // which would fail the receiver's next write and discard what it has not read yet.
+  ::shutdown(fd, SHUT_WR);
 }
 
 Fd accept_one(int listen_fd) {

@@ -37,6 +37,17 @@ Fd listen_on(const sockaddr_storage& addr, socklen_t len, std::uint16_t* port);
 Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer);
 // True once connected; false while in progress; throws if the connect failed.
 bool connect_finished(int fd);
+// The same, telling a refusal (nobody listens there any more) from other failures, which
+// throw.
+enum class Dial { pending, connected, refused };
+Dial dial_state(int fd);
+// Our end and the peer's end of a connected socket.
+sockaddr_storage local_address(int fd, socklen_t* len);
+sockaddr_storage remote_address(int fd, socklen_t* len);
+void set_port(sockaddr_storage& addr, std::uint16_t port);
+// Ends our sending direction after what is queued (emulated cuts; the caller stops
+// reading).
+void cut(int fd);
 // One pending connection, or an invalid Fd when there is none.
 Fd accept_one(int listen_fd);
 

@@ -74,21 +74,25 @@ class OutQueue {
     }
     return f;
   }
-  // `bytes` more went out, from the first unwritten frame on. Returns the payload bytes
-  // among the frames it finished that were resends.
-  std::size_t wrote(std::size_t bytes) {
-    std::size_t resent = 0;
+  // `bytes` more went out, from the first unwritten frame on: how many frames that
+  // finished, and how many payload bytes among them were resends.
+  struct Wrote {
+    std::size_t frames = 0, resent = 0;
+  };
+  Wrote wrote(std::size_t bytes) {
+    Wrote w;
     while (bytes > 0) {
       Frame& f = frames_[next_write_];
       const std::size_t take = std::min(bytes, f.wire_bytes() - f.put);
       f.put += take;
       bytes -= take;
       if (f.put < f.wire_bytes()) break;
-      if (f.sent) resent += f.h.length;
+      if (f.sent) w.resent += f.h.length;
       f.sent = true;
       ++next_write_;
+      ++w.frames;
     }
-    return resent;
+    return w;
   }
   // The sequence number of the last frame written whole (0: none).
   std::uint64_t last_written() const { return next_write_ ? frames_[next_write_ - 1].h.seq : 0; }
@@ -161,6 +165,7 @@ class InCursor {
   bool arrived(const FrameHeader& h, std::uint32_t payload_crc, bool checksum);
   // The frame numbered `seq` was delivered (after any emulated delay): an ack is due.
   void delivered(std::uint64_t seq) { delivered_ = std::max(delivered_, seq); }
+  bool ack_due() const { return delivered_ > acked_; }
   // The ack to write now, if one is due: cumulative, for everything delivered so far.
   std::optional<EncodedHeader> take_ack(std::int64_t sent_ns);
   // A new connection for the stream: acknowledge again even what was acknowledged on

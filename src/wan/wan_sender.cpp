@@ -143,7 +143,7 @@ void WanTransport::write(int peer, int s) {
     if (f.h.length) bufs.emplace_back(f.payload, f.h.length);
     bytes += f.wire_bytes();
   }
-  count(resent_, st.q.wrote(bytes));  // Asio writes it all or breaks the stream
+  count(resent_, st.q.wrote(bytes).resent);  // Asio writes it all or breaks the stream
   st.frames_written += n;
   st.writing = true;
   const SocketPtr sock = st.sock;

@@ -2,7 +2,7 @@
 // ABI version through one case, in forked processes, the way NCCL would.
 //
 //   strata-plugin-harness --plugin PATH --version 8|9|10|11 --case NAME [--if lo] [--env K=V]...
-//   cases: exports devices misuse transfer crossregion crossregion_delay limits close handshake
+//   cases: exports devices misuse transfer crossregion crossregion_delay crossregion_cut limits close handshake
 //          bench
 //   bench: [--size BYTES] [--seconds S] [--window N] [--send-buffers N] [--regions A,B]
 //          [--netns A,B]   (one direction, role 0 -> role 1; prints Gbit/s)
@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
       {"transfer", [&] { return case_transfer(a); }},
       {"crossregion", [&] { return case_crossregion(a); }},
       {"crossregion_delay", [&] { return case_crossregion_delay(a); }},
+      {"crossregion_cut", [&] { return case_crossregion_cut(a); }},
       {"limits", [&] { return case_limits(a); }},
       {"close", [&] { return case_close(a); }},
       {"handshake", [&] { return case_handshake(a); }},

@@ -1,0 +1,64 @@
+// Restoring a broken striped stream. NCCL may close its listen comm as soon as a
+// connection is accepted, so nothing can redial the listener; instead the sending side
+// of a striped connection listens on a port of its own (announced in its hellos,
+// kRejoinable), and the receiving side, on a stream that broke (error, end of stream,
+// CRC mismatch), dials it and sends a kRejoin hello naming the connection and stream.
+// The sender then resends every frame not acknowledged and the receiver drops what it
+// already had (wan/stream_core.hpp), so a cut stream costs time, not the connection.
+//
+// A refused dial means the sender's comm is gone (closed, or its process died): the
+// stream is then closed for good rather than retried.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "handle.hpp"
+#include "socket.hpp"
+
+namespace strata::nccl_net {
+
+// The sender's port for rejoins of one connection's streams.
+class RejoinListener {
+ public:
+  RejoinListener() = default;
+  // Listens on the address of our end of `stream` (the interface that reaches the peer);
+  // redialled streams get `socket_buffer` (> 0) as their SO_SNDBUF/SO_RCVBUF.
+  RejoinListener(int stream, std::uint64_t conn_id, int streams, int socket_buffer);
+  explicit operator bool() const { return static_cast<bool>(fd_); }
+  std::uint16_t port() const { return port_; }
+  // A stream that came back: its index and socket; index -1 while none has. Connections
+  // that send anything but a whole, matching rejoin hello are dropped. Never blocks.
+  int poll(Fd* out);
+
+ private:
+  struct Incoming {
+    Fd fd;
+    Hello hello{};
+    std::size_t got = 0;
+  };
+  Fd fd_;
+  std::uint16_t port_ = 0;
+  std::uint64_t conn_id_ = 0;
+  int streams_ = 0;
+  std::vector<Incoming> incoming_;
+};
+
+// The receiver's dial of one stream back to the sender: connect, then the rejoin hello.
+class Redial {
+ public:
+  Redial(const sockaddr_storage& addr, socklen_t len, const Hello& first, int stream, int socket_buffer);
+  enum class State { pending, done, refused };
+  // Advances without blocking; throws NetError when the dial fails otherwise (the caller
+  // retries until its deadline).
+  State step();
+  Fd take() { return std::move(fd_); }
+
+ private:
+  Fd fd_;
+  Hello hello_{};
+  std::size_t written_ = 0;
+  bool connected_ = false;
+};
+
+}  // namespace strata::nccl_net
