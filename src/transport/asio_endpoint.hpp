@@ -3,8 +3,8 @@
 // descriptors for a while (base/accept_loop.hpp), the peers' published addresses, and
 // the abort flag that any thread may set and that wakes a wait in progress.
 //
-// A transport holds one as its first member, so it is destroyed last: the transport's
-// sockets and timers live on its io_context and must go before it.
+// A transport holds one in its base (asio_transport.hpp), so it is destroyed last: the
+// transport's sockets and timers live on its io_context and must go before it.
 #pragma once
 
 #include <chrono>

@@ -251,7 +251,7 @@ void WanTransport::match(int peer, const InMsgPtr& m) {
   m->matched = true;
   if (ReqPtr r = in.posted.take(m->tag)) {
     if (m->total > r->size) {
-      r->fail(truncation(peer, m->total, r->size));
+      r->fail(transport::truncation(peer, m->total, r->size));
       m->dest = nullptr;
     } else {
       if (m->staging && m->total) std::memcpy(r->buf, m->staging.get(), m->total);

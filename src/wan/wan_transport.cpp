@@ -12,8 +12,7 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 WanTransport::WanTransport(int rank, int size, const std::string& bind_host, WanOptions options)
-    : net_("wan transport", rank, bind_host, options.socket_buffer),
-      rank_(rank),
+    : AsioTransport("wan transport", rank, bind_host, options.socket_buffer),
       opt_(std::move(options)),
       out_(static_cast<std::size_t>(size)),
       in_(static_cast<std::size_t>(size)),
@@ -48,18 +47,12 @@ WanTransport::~WanTransport() {
   net_.poll();
 }
 
-std::string WanTransport::address() const { return net_.address(); }
 
-void WanTransport::set_peer_addresses(std::vector<std::string> addrs) { net_.set_peer_addresses(std::move(addrs), size()); }
 
 std::int64_t WanTransport::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-std::string WanTransport::truncation(int peer, std::size_t got, std::size_t cap) const {
-  return "message from rank " + std::to_string(peer) + " truncated: " + std::to_string(got) +
-         " bytes into a " + std::to_string(cap) + "-byte receive buffer";
-}
 
 RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t bytes) {
   if (peer == rank_ && !aborted()) return send_to_self(tag, buf, bytes);
@@ -84,12 +77,7 @@ RequestPtr WanTransport::send_to_self(Tag tag, const void* buf, std::size_t byte
   auto req = std::make_shared<WanRequest>(rank_, tag, const_cast<void*>(buf), bytes);
   auto& in = in_[static_cast<std::size_t>(rank_)];
   if (auto r = in.posted.take(tag)) {
-    if (bytes > r->size) {
-      r->fail(truncation(rank_, bytes, r->size));
-    } else {
-      if (bytes) std::memcpy(r->buf, buf, bytes);
-      r->complete(bytes);
-    }
+    transport::deliver_whole(rank_, buf, bytes, *r);
   } else {
     auto m = std::make_shared<InMsg>();
     m->tag = tag;
@@ -128,7 +116,7 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     return req;
   }
   if (m->total > capacity) {
-    req->fail(truncation(peer, m->total, capacity));
+    req->fail(transport::truncation(peer, m->total, capacity));
     m->dest = nullptr;  // the rest of its stripes are dropped
   } else {
     // Copy what has arrived and let the rest land in the caller's buffer directly.
@@ -204,9 +192,6 @@ transport::TrafficCounters WanTransport::traffic() const {
   return c;
 }
 
-std::string WanTransport::abort_reason() const {
-  return net_.abort_reason();
-}
 
 void WanTransport::apply_abort() {
   if (abort_applied_) return;

@@ -30,7 +30,8 @@
 
 #include "bootstrap/store.hpp"
 #include "base/asio.hpp"
-#include "transport/asio_endpoint.hpp"
+#include "transport/asio_transport.hpp"
+#include "transport/delivery.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/transport.hpp"
 #include "wan/emulation.hpp"
@@ -73,24 +74,18 @@ class WanRequest : public transport::Request {
   std::size_t bytes_ = 0;
 };
 
-class WanTransport : public transport::Transport {
+class WanTransport : public transport::AsioTransport {
  public:
   WanTransport(int rank, int size, const std::string& bind_host, WanOptions options);
   ~WanTransport() override;
-  std::string address() const;
-  void set_peer_addresses(std::vector<std::string> addrs);
 
   const char* name() const override { return "wan"; }
-  int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(out_.size()); }
   RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) override;
   RequestPtr irecv(int peer, Tag tag, void* buf, std::size_t capacity) override;
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
-  bool aborted() const override { return net_.aborted(); }
-  std::string abort_reason() const override;
-  std::string trouble() const override { return net_.trouble(); }
 
   const WanOptions& options() const { return opt_; }
   // Streams broken and reopened so far (sender side), for tests and logs.
@@ -221,7 +216,6 @@ class WanTransport : public transport::Transport {
   // once (no delay, due already, and nothing ahead of it held in `queue_empty`'s queue).
   bool held(std::int64_t sent_ns, bool queue_empty, Clock::time_point* due);
   RequestPtr send_to_self(Tag tag, const void* buf, std::size_t bytes);
-  std::string truncation(int peer, std::size_t got, std::size_t cap) const;
   void apply_abort();
   // Best effort, before closing: a goodbye on every idle stream, both directions.
   void say_goodbye();
@@ -248,8 +242,6 @@ class WanTransport : public transport::Transport {
     c.fetch_add(n, std::memory_order_relaxed);
   }
 
-  transport::AsioEndpoint net_;  // first: the sockets below live on its io_context
-  int rank_;
   WanOptions opt_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;

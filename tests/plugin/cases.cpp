@@ -322,23 +322,29 @@ bool case_transfer(const CaseArgs& a) {
   return traffic_case(a, setup(a, "dc-1"), setup(a, "dc-1"), PlanOptions{}, {expect});
 }
 
-bool case_crossregion(const CaseArgs& a) {
-  const std::vector<std::pair<std::string, std::string>> wan = {{"STRATA_WAN_STREAMS", "4"},
-                                                                {"STRATA_WAN_STRIPE_BYTES", "65536"}};
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// Two peers in different regions (the striped path), both given the WAN settings `wan`.
+bool crossregion_case(const CaseArgs& a, const Env& wan, int messages, double large_share,
+                      std::initializer_list<const char*> expect_logs) {
   PlanOptions popt;
-  popt.messages = 150;
-  return traffic_case(a, setup(a, "us-east", wan), setup(a, "eu-west", wan), popt,
-                      {"striped (another region)"});
+  popt.messages = messages;
+  popt.large_share = large_share;
+  return traffic_case(a, setup(a, "us-east", wan), setup(a, "eu-west", wan), popt, expect_logs);
+}
+
+}  // namespace
+
+bool case_crossregion(const CaseArgs& a) {
+  return crossregion_case(a, {{"STRATA_WAN_STREAMS", "4"}, {"STRATA_WAN_STRIPE_BYTES", "65536"}}, 150,
+                          PlanOptions{}.large_share, {"striped (another region)"});
 }
 
 bool case_crossregion_delay(const CaseArgs& a) {
-  const std::vector<std::pair<std::string, std::string>> wan = {
-      {"STRATA_WAN_STREAMS", "3"}, {"STRATA_WAN_EMULATE", "delay=2ms,window=256k"}};
-  PlanOptions popt;
-  popt.messages = 80;
-  popt.large_share = 0.03;
-  return traffic_case(a, setup(a, "us-east", wan), setup(a, "eu-west", wan), popt,
-                      {"striped (another region)"});
+  return crossregion_case(a, {{"STRATA_WAN_STREAMS", "3"}, {"STRATA_WAN_EMULATE", "delay=2ms,window=256k"}}, 80,
+                          0.03, {"striped (another region)"});
 }
 
 // Stream 0 of each direction is cut once mid-transfer (after 5 frames): the receiver
@@ -347,13 +353,11 @@ bool case_crossregion_delay(const CaseArgs& a) {
 // byte still arrives, verified. Whether any resend is a duplicate depends on timing, so
 // only the redial is required of the log.
 bool case_crossregion_cut(const CaseArgs& a) {
-  const std::vector<std::pair<std::string, std::string>> wan = {
-      {"STRATA_WAN_STREAMS", "3"}, {"STRATA_WAN_STRIPE_BYTES", "65536"}, {"STRATA_WAN_EMULATE", "cut=5,delay=10ms"}};
-  PlanOptions popt;
-  popt.messages = 120;
-  popt.large_share = 0.05;
-  return traffic_case(a, setup(a, "us-east", wan), setup(a, "eu-west", wan), popt,
-                      {"redialled"});
+  return crossregion_case(a,
+                          {{"STRATA_WAN_STREAMS", "3"},
+                           {"STRATA_WAN_STRIPE_BYTES", "65536"},
+                           {"STRATA_WAN_EMULATE", "cut=5,delay=10ms"}},
+                          120, 0.05, {"redialled"});
 }
 
 // NCCL may have NCCL_NET_MAX_REQUESTS x maxRecvs sends in flight on one comm before any

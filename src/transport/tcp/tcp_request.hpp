@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/delivery.hpp"
 #include "transport/transport.hpp"
 
 namespace strata::transport::tcp {
@@ -76,19 +77,9 @@ struct Unexpected {
   std::shared_ptr<TcpRequest> waiting;
 };
 
-inline std::string truncation(int peer, std::size_t got, std::size_t cap) {
-  return "message from rank " + std::to_string(peer) + " truncated: " + std::to_string(got) +
-         " bytes into a " + std::to_string(cap) + "-byte receive buffer";
-}
-
 // Copies a fully received unexpected message into the receive that matched it.
 inline void deliver(int peer, Unexpected& u, TcpRequest& r, BufferPool& pool) {
-  if (u.size > r.size) {
-    r.fail(truncation(peer, u.size, r.size));
-  } else {
-    if (u.size) std::memcpy(r.buf, u.buffer.data.get(), u.size);
-    r.complete(u.size);
-  }
+  deliver_whole(peer, u.buffer.data.get(), u.size, r);
   pool.give(std::move(u.buffer));
 }
 

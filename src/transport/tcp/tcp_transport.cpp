@@ -21,17 +21,14 @@ constexpr std::size_t kMaxBatch = 64;               // frames per writev
 }  // namespace
 
 TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host, std::size_t unexpected_budget)
-    : net_("tcp transport", rank, bind_host),
-      rank_(rank),
+    : AsioTransport("tcp transport", rank, bind_host),
       out_(size),
       in_(size),
       unexpected_budget_(unexpected_budget) {
   accept();
 }
 
-std::string TcpTransport::address() const { return net_.address(); }
 
-void TcpTransport::set_peer_addresses(std::vector<std::string> addrs) { net_.set_peer_addresses(std::move(addrs), size()); }
 
 TcpTransport::~TcpTransport() { close_sockets(); }
 
@@ -95,12 +92,7 @@ RequestPtr TcpTransport::send_to_self(Tag tag, const void* buf, std::size_t byte
   auto req = std::make_shared<TcpRequest>(rank_, tag, const_cast<void*>(buf), bytes);
   auto& in = in_[rank_];
   if (auto r = in.posted.take(tag)) {
-    if (bytes > r->size) {
-      r->fail(truncation(rank_, bytes, r->size));
-    } else {
-      if (bytes) std::memcpy(r->buf, buf, bytes);
-      r->complete(bytes);
-    }
+    deliver_whole(rank_, buf, bytes, *r);
   } else {
     auto u = std::make_shared<Unexpected>();
     u->buffer = pool_.take(bytes);
@@ -217,9 +209,6 @@ void TcpTransport::fail_inbound(int peer, const std::string& why) {
   in.posted.clear();
 }
 
-std::string TcpTransport::abort_reason() const {
-  return net_.abort_reason();
-}
 
 void TcpTransport::apply_abort() {
   if (abort_applied_) return;

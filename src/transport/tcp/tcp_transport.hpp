@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/asio.hpp"
-#include "transport/asio_endpoint.hpp"
+#include "transport/asio_transport.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/tcp/tcp_request.hpp"
 #include "transport/transport.hpp"
@@ -28,26 +28,20 @@ namespace strata::transport::tcp {
 class TcpRequest;
 struct Unexpected;
 
-class TcpTransport : public Transport {
+class TcpTransport : public AsioTransport {
  public:
   // Listens on bind_host at once; peers' addresses come later, before the first send.
   TcpTransport(int rank, int size, const std::string& bind_host,
                std::size_t unexpected_budget = std::size_t{1} << 30);
-  std::string address() const;  // "ip:port" to publish
-  void set_peer_addresses(std::vector<std::string> addrs);
   ~TcpTransport() override;
 
   const char* name() const override { return "tcp"; }
-  int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(out_.size()); }
   RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) override;
   RequestPtr irecv(int peer, Tag tag, void* buf, std::size_t capacity) override;
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
-  bool aborted() const override { return net_.aborted(); }
-  std::string abort_reason() const override;
-  std::string trouble() const override { return net_.trouble(); }
 
  private:
   struct Header {
@@ -102,8 +96,6 @@ class TcpTransport : public Transport {
   void apply_abort();
   void close_sockets();
 
-  AsioEndpoint net_;  // first: the sockets below live on its io_context
-  int rank_;
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   std::vector<int> dirty_;

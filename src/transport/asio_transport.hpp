@@ -1,0 +1,32 @@
+// What a Boost.Asio transport (tcp/, and the WAN link in wan/) answers from its endpoint
+// alone: its rank, the address it publishes, the abort state and the listener's trouble.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "transport/asio_endpoint.hpp"
+#include "transport/transport.hpp"
+
+namespace strata::transport {
+
+class AsioTransport : public Transport {
+ public:
+  int rank() const override { return rank_; }
+  std::string address() const { return net_.address(); }  // "ip:port" to publish
+  void set_peer_addresses(std::vector<std::string> addrs) { net_.set_peer_addresses(std::move(addrs), size()); }
+  bool aborted() const override { return net_.aborted(); }
+  std::string abort_reason() const override { return net_.abort_reason(); }
+  std::string trouble() const override { return net_.trouble(); }
+
+ protected:
+  AsioTransport(const std::string& who, int rank, const std::string& bind_host, int socket_buffer = 0)
+      : net_(who, rank, bind_host, socket_buffer), rank_(rank) {}
+  // In the base, so built before the transport's sockets and timers and destroyed after
+  // them: they live on its io_context.
+  AsioEndpoint net_;
+  const int rank_;
+};
+
+}  // namespace strata::transport
