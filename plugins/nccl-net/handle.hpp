@@ -55,7 +55,9 @@ enum HelloFlags : std::uint16_t {
 struct Hello {
   static constexpr std::uint32_t kMagic = 0x48525453;  // "STRH"
   // 2: kUcx. A version-1 listener would not answer a UCX connect, so it refuses instead.
-  static constexpr std::uint16_t kVersion = 2;
+  // 3: kRejoinable/kRejoin. A version-2 receiver would not redial a broken stream, and its
+  // sender would wait for it in vain.
+  static constexpr std::uint16_t kVersion = 3;
   std::uint32_t magic;
   std::uint16_t version;
   std::uint16_t flags;

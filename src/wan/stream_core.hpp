@@ -97,13 +97,26 @@ class OutQueue {
   // The sequence number of the last frame written whole (0: none).
   std::uint64_t last_written() const { return next_write_ ? frames_[next_write_ - 1].h.seq : 0; }
 
+  // The last `n` frames written are still being read by a write in progress (an
+  // asynchronous one): an ack that covers them retires them only once release() says
+  // the write is over, so neither their headers nor their senders' buffers go while it
+  // reads them. After a reconnect that happens: the receiver acknowledges, on the new
+  // connection, frames it got on the old one while they are being written again.
+  void pin(std::size_t n) { pinned_ = n; }
+  template <class F>
+  bool release(F&& retired) {
+    pinned_ = 0;
+    return ack(acked_, retired);
+  }
+
   // Retires, oldest first, every frame a cumulative ack for `seq` covers: retired(Ref&,
   // payload bytes). After a reconnect the ack may cover frames rewound for resending:
-  // the receiver has them, so they are not sent again. False when nothing was covered.
+  // the receiver has them, so they are not sent again. False when nothing was retired.
   template <class F>
   bool ack(std::uint64_t seq, F&& retired) {
+    acked_ = std::max(acked_, seq);
     bool moved = false;
-    while (!frames_.empty() && frames_.front().h.seq <= seq) {
+    while (!frames_.empty() && frames_.front().h.seq <= acked_ && (pinned_ == 0 || next_write_ > pinned_)) {
       Frame& f = frames_.front();
       unacked_bytes_ -= f.h.length;
       retired(f.ref, f.h.length);
@@ -113,7 +126,8 @@ class OutQueue {
     }
     return moved;
   }
-  // The connection broke: everything unacknowledged goes again, from its first byte.
+  // The connection broke: everything unacknowledged goes again, from its first byte. The
+  // caller releases a write in progress first (closing its socket ends it).
   void rewind() {
     next_write_ = 0;
     for (Frame& f : frames_) f.put = 0;
@@ -123,7 +137,7 @@ class OutQueue {
   void clear(F&& each) {
     for (Frame& f : frames_) each(f.ref);
     frames_.clear();
-    next_write_ = 0;
+    next_write_ = pinned_ = 0;
     unacked_bytes_ = 0;
   }
 
@@ -134,8 +148,10 @@ class OutQueue {
  private:
   std::deque<Frame> frames_;  // in seq order: [0, next_write_) written, the rest not yet
   std::size_t next_write_ = 0;
+  std::size_t pinned_ = 0;  // of [0, next_write_), the last ones a write still reads
   std::size_t unacked_bytes_ = 0;
   std::uint64_t next_seq_ = 1;
+  std::uint64_t acked_ = 0;  // the highest ack seen
 };
 
 // What a sender makes of the 64 bytes that came back on a stream.

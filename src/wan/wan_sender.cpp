@@ -16,6 +16,11 @@ using asio::ip::tcp;
 namespace {
 constexpr std::uint32_t kHelloMagic = 0x5354524E;  // "STRN"
 constexpr std::size_t kMaxBatch = 16;               // frames per gathered write
+
+// A frame acknowledged: its send completes with its last stripe.
+void retire(const std::shared_ptr<WanRequest>& req, std::size_t) {
+  if (--req->stripes_left == 0) req->complete(req->size);
+}
 }  // namespace
 
 void WanTransport::service_outbound(int peer, Clock::time_point now) {
@@ -144,6 +149,7 @@ void WanTransport::write(int peer, int s) {
     bytes += f.wire_bytes();
   }
   count(resent_, st.q.wrote(bytes).resent);  // Asio writes it all or breaks the stream
+  st.q.pin(n);
   st.frames_written += n;
   st.writing = true;
   const SocketPtr sock = st.sock;
@@ -152,6 +158,7 @@ void WanTransport::write(int peer, int s) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
     t.writing = false;
+    t.q.release(retire);  // acknowledgements that came while it was being written
     if (ec) return break_outbound(peer, s, "send failed: " + ec.message());
     write(peer, s);
     schedule(peer);
@@ -191,9 +198,7 @@ void WanTransport::farewell_outbound(int peer, int s, std::uint64_t sent_msgs) {
 
 void WanTransport::apply_ack(int peer, int s, std::uint64_t seq) {
   auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-  const bool moved = st.q.ack(seq, [](const ReqPtr& req, std::size_t) {
-    if (--req->stripes_left == 0) req->complete(req->size);
-  });
+  const bool moved = st.q.ack(seq, retire);
   if (!moved) return;
   st.failures = 0;
   st.down = false;
@@ -214,7 +219,8 @@ void WanTransport::break_outbound(int peer, int s, const std::string& why) {
   if (st.connected) ++reconnects_;
   st.connected = false;
   st.writing = false;
-  st.q.rewind();  // everything unacknowledged goes again on the next connection
+  st.q.release(retire);  // closing the socket ended its write
+  st.q.rewind();        // everything unacknowledged goes again on the next connection
   const auto now = Clock::now();
   if (!st.down) {
     st.down = true;

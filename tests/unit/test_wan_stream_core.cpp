@@ -69,6 +69,22 @@ TEST(OutQueue, AcksRetireInOrderAndRewindResends) {
   EXPECT_EQ(q.unacked_bytes(), 0u);
 }
 
+TEST(OutQueue, PinnedFramesWaitForTheirWriteToEnd) {
+  OutQueue<int> q;
+  const char payload[10] = {};
+  for (int i = 0; i < 4; ++i) q.push(stripe(static_cast<std::uint64_t>(i), 0, 10, 10), payload, 0, i);
+  q.wrote(2 * (kHeaderBytes + 10));
+  q.wrote(2 * (kHeaderBytes + 10));
+  q.pin(2);  // frames 3 and 4 are still being written
+  std::vector<int> retired;
+  auto note = [&](int r, std::size_t) { retired.push_back(r); };
+  EXPECT_TRUE(q.ack(4, note));
+  EXPECT_EQ(retired, (std::vector<int>{0, 1}));  // the unpinned ones only
+  EXPECT_TRUE(q.release(note));  // the write ended: the ack seen meanwhile applies
+  EXPECT_EQ(retired, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(q.empty());
+}
+
 TEST(OutQueue, ClearHandsBackEveryFrame) {
   OutQueue<int> q;
   for (int i = 0; i < 3; ++i) q.push(stripe(0, 0, 0, 0), nullptr, 0, i);
