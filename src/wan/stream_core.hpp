@@ -100,8 +100,8 @@ class OutQueue {
   // The last `n` frames written are still being read by a write in progress (an
   // asynchronous one): an ack that covers them retires them only once release() says
   // the write is over, so neither their headers nor their senders' buffers go while it
-  // reads them. After a reconnect that happens: the receiver acknowledges, on the new
-  // connection, frames it got on the old one while they are being written again.
+  // reads them. Only resends need it: after a reconnect the receiver acknowledges, on
+  // the new connection, frames it got on the old one while they are written again.
   void pin(std::size_t n) { pinned_ = n; }
   template <class F>
   bool release(F&& retired) {

@@ -140,8 +140,10 @@ void WanTransport::write(int peer, int s) {
   bufs.reserve(2 * n);
   const std::int64_t stamp = now_ns();
   std::size_t bytes = 0;
+  bool resend = false;
   for (std::size_t i = 0; i < n; ++i) {
     auto& f = st.q.unwritten_frame(i, stamp);
+    resend |= f.sent;
     if (emu.corrupt > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < emu.corrupt)
       f.wire[56] ^= 1;  // sealed again for the resend
     bufs.emplace_back(f.wire.data(), kHeaderBytes);
@@ -149,7 +151,10 @@ void WanTransport::write(int peer, int s) {
     bytes += f.wire_bytes();
   }
   count(resent_, st.q.wrote(bytes).resent);  // Asio writes it all or breaks the stream
-  st.q.pin(n);
+  // A frame is acknowledged while this write still reads it only if it is a resend (the
+  // receiver had it from the connection before); anything else is acknowledged after
+  // its last byte went out.
+  if (resend) st.q.pin(n);
   st.frames_written += n;
   st.writing = true;
   const SocketPtr sock = st.sock;
