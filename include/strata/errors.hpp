@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace strata {
 
@@ -15,6 +16,7 @@ enum class ErrorCode : int {
   aborted = 4,           // abort() was called, locally or by a failed earlier collective
   transport = 5,         // a connection failed or a message did not fit its receive buffer
   internal = 6,
+  peer_lost = 7,         // a rank's process died or stopped answering; see PeerLostError
 };
 
 const char* to_string(ErrorCode c);
@@ -47,6 +49,20 @@ class AbortedError : public Error {
 class TransportError : public Error {
  public:
   explicit TransportError(const std::string& w) : Error(ErrorCode::transport, w) {}
+};
+// A rank of the communicator is gone: its process exited (its connections closed without
+// a goodbye) or it stopped answering liveness checks (STRATA_HEARTBEAT_S). Every surviving
+// rank gets this, naming the same ranks, within seconds; the communicator is then unusable
+// and the survivors may go on in a smaller one (Communicator::shrink).
+class PeerLostError : public Error {
+ public:
+  PeerLostError(const std::string& w, std::vector<int> lost)
+      : Error(ErrorCode::peer_lost, w), lost_(std::move(lost)) {}
+  // Ranks (of the communicator that failed) known to be lost, ascending.
+  const std::vector<int>& lost_ranks() const noexcept { return lost_; }
+
+ private:
+  std::vector<int> lost_;
 };
 
 }  // namespace strata

@@ -77,7 +77,8 @@ typedef enum STRATA_ENUM_INT {
   strataTransportError = 5,  /* a connection failed or a message did not fit */
   strataInternalError = 6,
   strataInProgress = 7,      /* strataTest, strataCommGetAsyncError: not finished yet */
-  strataNumResults = 8
+  strataPeerLost = 8,        /* a rank died or stopped answering; strataCommGetLostRanks names it */
+  strataNumResults = 9
 } strataResult_t;
 
 typedef enum STRATA_ENUM_INT {

@@ -13,6 +13,7 @@ const char* to_string(ErrorCode c) {
     case ErrorCode::aborted: return "aborted";
     case ErrorCode::transport: return "transport error";
     case ErrorCode::internal: return "internal error";
+    case ErrorCode::peer_lost: return "peer lost";
   }
   return "unknown error";
 }

@@ -62,6 +62,7 @@ strataResult_t translate(const std::exception_ptr& e, const char** what) noexcep
       case ErrorCode::aborted: return strataAborted;
       case ErrorCode::transport: return strataTransportError;
       case ErrorCode::internal: return strataInternalError;
+      case ErrorCode::peer_lost: return strataPeerLost;
       case ErrorCode::ok: break;  // an Error that claims success is itself a bug
     }
     return strataInternalError;
@@ -175,6 +176,7 @@ const char* strataGetErrorString(strataResult_t result) noexcept {
     case strataTransportError: return "transport error";
     case strataInternalError: return "internal error";
     case strataInProgress: return "operation in progress";
+    case strataPeerLost: return "peer lost: a rank died or stopped answering";
     default: return "unknown strata result code";
   }
 }

@@ -19,6 +19,7 @@
 #include "collectives/registry.hpp"
 #include "quant/compression.hpp"
 #include "topology/topology_file.hpp"
+#include "transport/address_exchange.hpp"
 #include "transport/tags.hpp"
 
 namespace strata::detail {
@@ -26,6 +27,30 @@ namespace strata::detail {
 using transport::Clock;
 
 namespace {
+
+// How long a collective that saw a connection fail waits for the control mesh to say
+// why: a dead peer's data links and control connection close at about the same moment.
+constexpr auto kExplainGrace = std::chrono::milliseconds(500);
+
+std::string message_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+ErrorCode code_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& x) {
+    return x.code();
+  } catch (...) {
+    return ErrorCode::internal;
+  }
+}
 
 // " (algorithm ring here, double_tree there)" when only the algorithms differ, which the
 // descriptions do not show.
@@ -60,7 +85,7 @@ CommImpl::CommImpl(const Setup& s)
   }
   bootstrap(s, Clock::now() + timeout_);
   configure_spin();
-  engine_ = std::make_shared<Engine>(*transport_, [this](const std::exception_ptr& e) { on_error(e); });
+  engine_ = std::make_shared<Engine>(*transport_, [this](const std::exception_ptr& e) { return on_error(e); });
   engine_->start();
   if (rank_ == 0 && log::enabled(log::Level::info))
     log::info("communicator of " + std::to_string(size_) + " ranks over " + transport_->name() +
@@ -70,6 +95,10 @@ CommImpl::CommImpl(const Setup& s)
 CommImpl::~CommImpl() {
   engine_->stop();  // drains queued work first
   engine_.reset();
+  // Goodbye first: it also ends the mesh's calls into this object, which mesh_.reset()
+  // could not stop before the pointer is already null.
+  mesh_->goodbye();  // so the transport's closing is not taken for a death
+  mesh_.reset();
   close_servers();
   transport_.reset();
 }
@@ -102,11 +131,16 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     }
     bootstrap::PrefixStore store(inner, s.key_prefix);
     const WorldShape shape{rank_, size_, servers_};
-    auto all = exchange_localities(store, shape, deadline, timeout_);
+    const double heartbeat_s = config::get(config::heartbeat_s);
+    mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store),
+                                                     std::chrono::milliseconds(static_cast<long long>(heartbeat_s * 1000)));
+    std::vector<std::string> controls;
+    auto all = exchange_localities(store, shape, deadline, timeout_, mesh_->address(), &controls);
     localities_.assign(all.begin(), all.begin() + size_);
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
     transport_ = connect_world(store, kind_, shape, all, deadline);
+    connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
     build_selector(store, deadline);
   } catch (const TimeoutError& e) {
     // Ranks that "did not join" may have been turned away by this rank's own store.
@@ -119,13 +153,21 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
   }
 }
 
+void CommImpl::connect_mesh(const std::vector<std::string>& addresses, Clock::time_point deadline) {
+  bootstrap::ControlMesh::Events events;
+  events.lost = [this](int r, const std::string& why) { on_peer_lost(r, why); };
+  events.notice = [this](const bootstrap::ControlNotice& n) { on_notice(n); };
+  mesh_->connect(addresses, deadline, std::move(events));
+}
+
 void CommImpl::ensure_descriptors() {
   // Every peer may cost a socket each way on the intra-region fabric, K striped streams
-  // each way across regions, and rank 0 holds one store connection per process.
+  // each way across regions, and one control connection; rank 0 holds one store
+  // connection per process.
   const std::uint64_t procs = static_cast<std::uint64_t>(size_ + servers_);
   const std::uint64_t streams =
       config::get(config::wan_link) == 0 ? 0 : static_cast<std::uint64_t>(std::max<std::int64_t>(config::get(config::wan_streams), 4));
-  const std::uint64_t want = 64 + procs * (2 + 2 * streams) + (rank_ == 0 ? procs : 0);
+  const std::uint64_t want = 64 + procs * (3 + 2 * streams) + (rank_ == 0 ? procs : 0);
   const std::uint64_t have = sys::raise_open_file_limit(want);
   if (have != 0 && have < want)
     log::warn("this process may have at most " + std::to_string(have) + " open files (RLIMIT_NOFILE, hard limit) but " +
@@ -195,36 +237,85 @@ const Locality& CommImpl::locality(int r) const {
 
 void CommImpl::check_usable() const {
   if (!failed_.load(std::memory_order_acquire)) return;
+  const std::string what = "communicator on rank " + std::to_string(rank_) + " is unusable";
+  // A failure another rank saw keeps its class here: a mismatch or a loss reported
+  // before this rank even reached the collective is still one.
+  if (auto verdict = health_.verdict(what)) std::rethrow_exception(verdict);
   std::lock_guard<std::mutex> lock(fail_mu_);
-  throw AbortedError("communicator on rank " + std::to_string(rank_) +
-                     " is unusable after an earlier failure: " + failure_);
+  throw AbortedError(what + " after an earlier failure: " + failure_);
 }
 
-void CommImpl::on_error(const std::exception_ptr& e) {
-  std::string what = "unknown error";
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    what = x.what();
-  } catch (...) {
-  }
-  {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    if (!failed_.load()) failure_ = what;
-    failed_.store(true, std::memory_order_release);
-  }
-  // Stop all traffic so no late message can land in a buffer the caller owns again.
-  transport_->abort(what);
-  log::warn(what);
+std::exception_ptr CommImpl::on_error(const std::exception_ptr& e) {
+  if (e == settled_) return e;  // a collective's, settled where it failed
+  return settle("", 0, e);
 }
 
-void CommImpl::abort(const std::string& why) {
+std::exception_ptr CommImpl::settle(const std::string& what, std::uint64_t seq, const std::exception_ptr& symptom,
+                                   const std::string& hint) {
+  bool news = false;
+  auto err = health_.explain(what, symptom, kExplainGrace, &news, hint);
+  const std::string text = message_of(err);
+  // Before the transport closes, so that peers hear why before they see it close.
+  if (news && !failed_.load(std::memory_order_acquire)) {
+    bootstrap::ControlNotice n;
+    n.from = rank_;
+    n.code = static_cast<int>(code_of(err));
+    n.seq = seq;
+    n.text = text;
+    mesh_->broadcast(n);
+  }
+  fail_all(text);
+  log::warn(text);
+  settled_ = err;
+  return err;
+}
+
+void CommImpl::fail_all(const std::string& why) {
   {
     std::lock_guard<std::mutex> lock(fail_mu_);
     if (!failed_.load()) failure_ = why;
     failed_.store(true, std::memory_order_release);
   }
+  // Stop all traffic so no late message can land in a buffer the caller owns again.
   transport_->abort(why);
+}
+
+void CommImpl::on_peer_lost(int r, const std::string& why) {
+  if (!health_.lose(r, why)) return;
+  const std::string text = "rank " + std::to_string(r) + " was lost: " + why;
+  log::warn(text);
+  // Every survivor's mesh sees a death itself, but only neighbours see a silence; and a
+  // partition may hide either from some. One notice per finder settles it for everyone.
+  bootstrap::ControlNotice n;
+  n.from = rank_;
+  n.code = static_cast<int>(ErrorCode::peer_lost);
+  n.lost = {r};
+  n.text = why;
+  mesh_->broadcast(n);
+  fail_all(text);
+}
+
+void CommImpl::on_notice(const bootstrap::ControlNotice& n) {
+  const std::string by = "rank " + std::to_string(n.from);
+  if (n.code == static_cast<int>(ErrorCode::peer_lost)) {
+    bool news = false;
+    for (int r : n.lost) news = health_.lose(r, by + " found: " + n.text) || news;
+    if (news) fail_all(by + " reports lost rank(s): " + n.text);
+    return;
+  }
+  health_.report(n);
+  fail_all(by + " reported a failure: " + n.text);
+}
+
+void CommImpl::abort(const std::string& why) {
+  if (!failed_.load(std::memory_order_acquire)) {
+    bootstrap::ControlNotice n;
+    n.from = rank_;
+    n.code = static_cast<int>(ErrorCode::aborted);
+    n.text = why;
+    mesh_->broadcast(n);
+  }
+  fail_all(why);
 }
 
 Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) {
@@ -301,16 +392,22 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
       // Region-scoped compression with every rank in one region: nothing crosses a WAN.
       collectives::run_collective(ctx, world, a);
     }
-  } catch (const TimeoutError& e) {
+    if (size_ > 1) {
+      ctx.wait_all({fp_send, fp_recv});
+      params.guard(false);
+    }
+  } catch (...) {
     // The fingerprint tells whether the previous rank ever reached this collective.
-    if (fp_recv && !fp_recv->done())
-      throw TimeoutError(std::string(e.what()) + "; rank " + std::to_string(prev) +
-                         " has not started " + what);
-    throw;
-  }
-  if (size_ > 1) {
-    ctx.wait_all({fp_send, fp_recv});
-    params.guard(false);
+    const bool heard = !fp_recv || (fp_recv->done() && fp_recv->error().empty());  // an abort fails it too
+    const std::string absent = heard ? "" : "rank " + std::to_string(prev) + " has not started " + what;
+    auto symptom = std::current_exception();
+    try {
+      throw;
+    } catch (const TimeoutError& e) {
+      if (!absent.empty()) symptom = std::make_exception_ptr(TimeoutError(std::string(e.what()) + "; " + absent));
+    } catch (...) {
+    }
+    std::rethrow_exception(settle(what + " on rank " + std::to_string(rank_), fp.seq, symptom, absent));
   }
 }
 

@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/control_mesh.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "collectives/context.hpp"
 #include "collectives/dispatch.hpp"
 #include "core/engine.hpp"
 #include "core/fingerprint.hpp"
+#include "core/peer_health.hpp"
 #include "hierarchy/plan.hpp"
 #include "quant/error_feedback.hpp"
 #include "strata/communicator.hpp"
@@ -51,6 +53,8 @@ class CommImpl {
   Work point_to_point(bool is_send, void* buf, std::size_t count, DataType dt, int peer,
                       const CallOptions& o);
   void abort(const std::string& why);
+  // Ranks known lost (by this rank's control mesh or another's), ascending.
+  std::vector<int> lost_ranks() const { return health_.lost(); }
 
   // The compression an allreduce with these options runs with (none when exact).
   Compression compression_for(const CallOptions& o) const;
@@ -76,7 +80,17 @@ class CommImpl {
   // hard limit is lower.
   void ensure_descriptors();
   void build_selector(bootstrap::Store& store, transport::Clock::time_point deadline);
-  void on_error(const std::exception_ptr& e);
+  std::exception_ptr on_error(const std::exception_ptr& e);
+  // The control mesh's news, on its thread.
+  void on_peer_lost(int rank, const std::string& why);
+  void on_notice(const bootstrap::ControlNotice& n);
+  // The error an operation fails with, once: explained by what the mesh knows, recorded
+  // as the communicator's failure, passed on to every rank if it is news from here, and
+  // the transport stopped. `what` names the operation ("" when the symptom does).
+  std::exception_ptr settle(const std::string& what, std::uint64_t seq, const std::exception_ptr& symptom,
+                            const std::string& hint = "");
+  void fail_all(const std::string& why);  // marks the communicator failed, stops the transport
+  void connect_mesh(const std::vector<std::string>& addresses, transport::Clock::time_point deadline);
   void close_servers();  // tells the dedicated servers this worker is done
 
   int rank_;
@@ -88,6 +102,8 @@ class CommImpl {
   std::unique_ptr<bootstrap::StoreServer> server_;
   std::vector<Locality> localities_;
   std::unique_ptr<transport::Transport> transport_;
+  PeerHealth health_{rank_};
+  std::unique_ptr<bootstrap::ControlMesh> mesh_;  // before the transport is destroyed, stopped
   collectives::Scratch scratch_;
   std::optional<hierarchy::Plan> plan_;  // none: flat algorithms only
   std::optional<topology::TopologyFile> topo_file_;  // STRATA_TOPO_FILE
@@ -104,6 +120,7 @@ class CommImpl {
   mutable std::mutex fail_mu_;
   std::atomic<bool> failed_{false};
   std::string failure_;
+  std::exception_ptr settled_;  // engine thread: the last error settle() returned
 
   std::shared_ptr<Engine> engine_;  // last: stopped first; Work handles hold weak refs
 };

@@ -51,8 +51,7 @@ std::optional<Engine::Op> Engine::pop(bool only_if_stale) {
 }
 
 void Engine::fail(const std::shared_ptr<WorkState>& w, std::exception_ptr e) {
-  on_error_(e);
-  w->finish(e);
+  w->finish(on_error_(e));
 }
 
 void Engine::execute(Op& op) {

@@ -33,7 +33,9 @@ struct Pending {
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
   using Run = std::function<std::optional<Pending>()>;
-  using OnError = std::function<void(const std::exception_ptr&)>;
+  // Told of every failure; returns the error the operation fails with (the communicator
+  // may know a better explanation than the symptom).
+  using OnError = std::function<std::exception_ptr(const std::exception_ptr&)>;
 
   Engine(transport::Transport& t, OnError on_error);
   ~Engine();

@@ -51,7 +51,8 @@ int configured_servers() {
 
 std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
                                           transport::Clock::time_point deadline,
-                                          std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout, const std::string& control,
+                                          std::vector<std::string>* controls) {
   const Locality mine = bootstrap::local_locality();
   bootstrap::wire::RankRecord rec;
   rec.set_rank(w.me);
@@ -60,6 +61,7 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
   rec.set_cluster(mine.cluster);
   rec.set_rack(mine.rack);
   rec.set_pid(static_cast<int>(::getpid()));
+  rec.set_control(control);
   store.set(record_key(w, w.me), rec.SerializeAsString());
   std::vector<std::string> keys;
   for (int t = 0; t < w.size(); ++t) keys.push_back(record_key(w, t));
@@ -77,6 +79,7 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
                        std::to_string(timeout.count() / 1000.0) + " s (STRATA_TIMEOUT_S)");
   }
   std::vector<Locality> out(static_cast<std::size_t>(w.size()));
+  if (controls) controls->assign(static_cast<std::size_t>(w.size()), "");
   for (int t = 0; t < w.size(); ++t) {
     bootstrap::wire::RankRecord other;
     if (!other.ParseFromString(records[static_cast<std::size_t>(t)]))
@@ -88,6 +91,7 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
     l.region = other.region();
     l.cluster = other.cluster();
     l.rack = other.rack();
+    if (controls) (*controls)[static_cast<std::size_t>(t)] = other.control();
     for (int q = 0; q < t; ++q)
       if (out[static_cast<std::size_t>(q)].host == l.host) ++l.local_rank;
   }

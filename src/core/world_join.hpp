@@ -29,10 +29,12 @@ TransportKind resolve_transport(TransportKind k);       // automatic: STRATA_TRA
 std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds t);  // 0: STRATA_TIMEOUT_S
 
 // Publishes this process's record and returns every process's locality, by transport
-// rank. A TimeoutError names the workers or servers that did not join.
+// rank. A TimeoutError names the workers or servers that did not join. `control` is this
+// process's control-mesh address ("" for none); `controls` receives everyone's.
 std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
                                           transport::Clock::time_point deadline,
-                                          std::chrono::milliseconds timeout);
+                                          std::chrono::milliseconds timeout, const std::string& control = "",
+                                          std::vector<std::string>* controls = nullptr);
 
 // The transport to every process (routed over the WAN link for other regions when
 // STRATA_WAN_LINK allows), after everyone has connected.
