@@ -116,6 +116,22 @@ class Communicator {
   // Fails every outstanding and future operation with AbortedError; thread-safe.
   void abort();
 
+  // Fault tolerance. When a rank dies or stops answering, every survivor's operations
+  // fail with PeerLostError naming it (within seconds: see STRATA_HEARTBEAT_S for frozen
+  // ranks), and the communicator stays unusable.
+  //
+  // shrink() builds the communicator of the survivors without a new rendezvous (as
+  // ncclCommShrink): every survivor calls it with the same lost ranks (those of the
+  // PeerLostError), and they meet over this communicator's control connections, so it
+  // works with rank 0 or the store gone. Ranks are renumbered densely in their old order;
+  // the hierarchy, algorithm selection and WAN link are rebuilt for the new layout. A
+  // survivor that passes a different list gets MismatchError, as do all the others,
+  // rather than a different world. This communicator stays as it was: destroy it after.
+  // Also works on a healthy communicator, if the excluded ranks no longer take part.
+  Communicator shrink(std::span<const int> lost_ranks, const CommOptions& opts = {});
+  // Ranks known lost so far, ascending (empty while all are well).
+  std::vector<int> lost_ranks() const;
+
   // Error-feedback residuals of compressed allreduce (see Compression), ordered with the
   // collectives issued before: drop one key's (or, with "", all), or save them with a
   // training checkpoint and restore them on resume (same world and plan). restore throws

@@ -156,6 +156,19 @@ STRATA_API strataResult_t strataCommDestroy(strataComm_t comm) STRATA_NOEXCEPT;
  * comm returns strataAborted. NULL is a no-op. */
 STRATA_API strataResult_t strataCommAbort(strataComm_t comm) STRATA_NOEXCEPT;
 
+/* Fault tolerance. After a rank dies or stops answering, operations on comm fail with
+ * strataPeerLost on every survivor; strataCommGetLostRanks names the lost ranks. Every
+ * survivor then calls strataCommShrink with the same list (as ncclCommShrink) and gets a
+ * communicator of the survivors, ranks renumbered densely in their old order, without a
+ * new rendezvous; a survivor passing a different list gets strataMismatch, as do the
+ * others. comm stays as it was: destroy it afterwards. */
+STRATA_API strataResult_t strataCommShrink(strataComm_t comm, const int* excludeRanks, int excludeCount,
+                                           strataComm_t* newcomm) STRATA_NOEXCEPT;
+/* Writes up to capacity lost ranks (ascending) to ranks and their number to *count,
+ * which may exceed capacity. */
+STRATA_API strataResult_t strataCommGetLostRanks(strataComm_t comm, int* ranks, int capacity,
+                                                 int* count) STRATA_NOEXCEPT;
+
 STRATA_API strataResult_t strataCommCount(const strataComm_t comm, int* count) STRATA_NOEXCEPT;
 STRATA_API strataResult_t strataCommUserRank(const strataComm_t comm,
                                              int* rank) STRATA_NOEXCEPT;

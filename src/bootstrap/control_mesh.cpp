@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -63,6 +64,51 @@ class ControlMesh::Impl {
   std::string address() const {
     const auto ep = acceptor_.local_endpoint();
     return ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+  std::string host() const { return acceptor_.local_endpoint().address().to_string(); }
+
+  void put(const std::string& key, const std::string& value, const std::vector<int>& to) {
+    if (key.size() + value.size() + 64 > kMaxControlFrame)
+      throw InvalidArgument("control mesh: the value of '" + key + "' is larger than a control frame");
+    store(key, value);
+    wire::ControlMessage m;
+    m.set_kind(wire::ControlMessage::PUT);
+    m.set_key(key);
+    m.set_value(value);
+    auto frame = std::make_shared<std::string>(encode_frame(m));
+    asio::post(io_, [this, frame, to] {
+      for (int r : to)
+        if (r != rank_ && r >= 0 && r < static_cast<int>(peers_.size())) send(r, *frame);
+    });
+  }
+
+  std::vector<std::string> wait(const std::vector<std::string>& keys, Clock::time_point deadline,
+                                const std::vector<int>& needed) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto gone = [&]() -> int {
+      for (int r : needed)
+        if (r >= 0 && static_cast<std::size_t>(r) < lost_.size() && lost_[static_cast<std::size_t>(r)]) return r;
+      return -1;
+    };
+    auto all_there = [&] {
+      for (const auto& k : keys)
+        if (!table_.count(k)) return false;
+      return true;
+    };
+    cv_.wait_until(lock, deadline, [&] { return all_there() || gone() >= 0; });
+    if (!all_there()) {
+      if (const int r = gone(); r >= 0)
+        throw PeerLostError("control mesh on rank " + std::to_string(rank_) + ": rank " + std::to_string(r) +
+                                " was lost while the others waited for it",
+                            {r});
+      std::string missing;
+      for (const auto& k : keys)
+        if (!table_.count(k)) missing += (missing.empty() ? "" : ", ") + k;
+      throw TimeoutError("control mesh on rank " + std::to_string(rank_) + ": timed out waiting for " + missing);
+    }
+    std::vector<std::string> out;
+    for (const auto& k : keys) out.push_back(table_.at(k));
+    return out;
   }
 
   void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events) {
@@ -241,13 +287,23 @@ class ControlMesh::Impl {
     switch (m.kind()) {
       case wire::ControlMessage::BEAT: return true;
       case wire::ControlMessage::GOODBYE: p.gone = true; return true;
+      case wire::ControlMessage::PUT:
+        if (!store(m.key(), m.value())) {
+          on_closed(r, "it put more into this rank's control table than the " +
+                           std::to_string(kMaxControlTable >> 20) + " MiB allowed");
+          return false;
+        }
+        return true;
       case wire::ControlMessage::NOTICE: {
         ControlNotice n;
         n.from = r;  // the connection says who sent it, whatever the frame claims
         n.code = m.code();
         n.seq = m.seq();
         for (int x : m.lost())
-          if (x >= 0 && x < static_cast<int>(peers_.size())) n.lost.push_back(x);
+          if (x >= 0 && x < static_cast<int>(peers_.size())) {
+            n.lost.push_back(x);
+            if (x != rank_) mark_lost(x);  // found by another rank: frames from it are ignored here too
+          }
         n.text = m.text();
         deliver([this, n] {
           if (events_.notice) events_.notice(n);
@@ -266,10 +322,33 @@ class ControlMesh::Impl {
     declare_lost(r, "its control connection ended without a goodbye (" + why + "): its process exited or was killed");
   }
 
-  void declare_lost(int r, const std::string& why) {
+  void mark_lost(int r) {
     auto& p = peers_[static_cast<std::size_t>(r)];
     p.lost = true;
     p.watched = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      lost_[static_cast<std::size_t>(r)] = true;
+    }
+    cv_.notify_all();
+  }
+
+  // Thread-safe; false when the table is full.
+  bool store(const std::string& key, const std::string& value) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto it = table_.find(key);
+      const std::size_t before = it == table_.end() ? 0 : key.size() + it->second.size();
+      if (table_bytes_ - before + key.size() + value.size() > kMaxControlTable) return false;
+      table_bytes_ = table_bytes_ - before + key.size() + value.size();
+      table_[key] = value;
+    }
+    cv_.notify_all();
+    return true;
+  }
+
+  void declare_lost(int r, const std::string& why) {
+    mark_lost(r);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (up_ + 1 < static_cast<int>(peers_.size()))
@@ -378,9 +457,12 @@ class ControlMesh::Impl {
   std::function<void()> on_drained_;
   std::atomic<bool> said_goodbye_{false};
 
-  std::mutex mu_;  // what connect() waits on
+  std::mutex mu_;  // what connect() and wait() wait on
   std::condition_variable cv_;
   std::vector<bool> connected_ = std::vector<bool>(peers_.size());
+  std::vector<bool> lost_ = std::vector<bool>(peers_.size());
+  std::map<std::string, std::string> table_;
+  std::size_t table_bytes_ = 0;
   int up_ = 0;
   std::string failed_;
 
@@ -391,6 +473,14 @@ ControlMesh::ControlMesh(int rank, int size, const std::string& bind_host, std::
     : impl_(std::make_unique<Impl>(rank, size, bind_host, heartbeat)) {}
 ControlMesh::~ControlMesh() = default;
 std::string ControlMesh::address() const { return impl_->address(); }
+std::string ControlMesh::host() const { return impl_->host(); }
+void ControlMesh::put(const std::string& key, const std::string& value, const std::vector<int>& to) {
+  impl_->put(key, value, to);
+}
+std::vector<std::string> ControlMesh::wait(const std::vector<std::string>& keys, Clock::time_point deadline,
+                                           const std::vector<int>& needed) {
+  return impl_->wait(keys, deadline, needed);
+}
 void ControlMesh::connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events) {
   impl_->connect(addresses, deadline, std::move(events));
 }

@@ -13,7 +13,8 @@
 //  - Does everyone hear of a failure? A notice (a lost rank, a mismatch, a timeout) sent
 //    by one rank reaches every other directly, not only its ring neighbours.
 //
-// It outlives an aborted data transport, so survivors can still talk to each other.
+// It outlives an aborted data transport, so survivors can still talk to each other: it
+// carries their rendezvous when they shrink (put/wait below), so no store is needed.
 // Frames are store_protocol.hpp's (a 4-byte length, then a ControlMessage), at most
 // kMaxControlFrame bytes.
 #pragma once
@@ -29,7 +30,9 @@
 
 namespace strata::bootstrap {
 
-inline constexpr std::size_t kMaxControlFrame = 64u << 10;
+inline constexpr std::size_t kMaxControlFrame = 1u << 20;
+// What peers may leave in this rank's key-value table, all together.
+inline constexpr std::size_t kMaxControlTable = 64u << 20;
 
 // A failure one rank reports to all.
 struct ControlNotice {
@@ -55,12 +58,21 @@ class ControlMesh {
   ControlMesh& operator=(const ControlMesh&) = delete;
 
   std::string address() const;  // "ip:port" to publish
+  std::string host() const;     // the "ip" of it
   // Dials every higher rank, accepts the lower ones, and returns once all are connected.
   // TimeoutError names the ranks that were not. Events start only after this returns.
   void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events);
 
   // Any thread; returns at once. Goes to every peer still connected.
   void broadcast(const ControlNotice& n);
+  // A tiny key-value store between ranks of the mesh: put() stores the pair here and
+  // sends it to `to` (any thread, returns at once); wait() blocks until every key has
+  // arrived, or throws: TimeoutError at the deadline naming the missing keys, or
+  // PeerLostError when one of `needed` (the ranks expected to put them) is lost meanwhile.
+  void put(const std::string& key, const std::string& value, const std::vector<int>& to);
+  std::vector<std::string> wait(const std::vector<std::string>& keys, Clock::time_point deadline,
+                                const std::vector<int>& needed);
+
   // Tells every peer this rank is leaving, so its connections' end is not taken for a
   // death, and waits (at most a second) for that to be written. No event is delivered
   // once it returns (one under way has finished), so the owner may then go. Idempotent.

@@ -19,6 +19,14 @@ using Clock = std::chrono::steady_clock;
 // in for the ones below.
 using Store = strata::Store;
 
+// A store that knows the local address its ranks reach each other from (the interface of
+// its own connection); transports listen there (transport/address_exchange.hpp).
+class KnowsLocalAddress {
+ public:
+  virtual ~KnowsLocalAddress() = default;
+  virtual std::string local_address() const = 0;
+};
+
 // Prefixes every key, so several communicators can share one store.
 class PrefixStore : public Store {
  public:

@@ -42,7 +42,7 @@ class StoreServer {
   std::unique_ptr<Impl> impl_;
 };
 
-class TcpStore : public Store {
+class TcpStore : public Store, public KnowsLocalAddress {
  public:
   // Retries the connection until `deadline`: the server may start after the client.
   TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline);
@@ -53,7 +53,7 @@ class TcpStore : public Store {
   std::int64_t add(const std::string& key, std::int64_t delta) override;
   using Store::get;
   // The local address of the connection to the server: the interface peers can reach.
-  std::string local_address() const;
+  std::string local_address() const override;
 
  private:
   class Impl;

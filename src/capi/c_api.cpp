@@ -11,7 +11,10 @@
 //
 // This file holds the communicator's entry points; c_api_ops.cpp the operations and
 // requests; handles.hpp the machinery both use.
+#include <algorithm>
 #include <cstring>
+#include <span>
+#include <vector>
 
 #include "capi/handles.hpp"
 
@@ -87,6 +90,33 @@ strataResult_t strataCommAbort(strataComm_t comm) noexcept {
     auto state = registry().take(comm);
     if (!state) invalid("comm is not a live communicator (destroyed concurrently)");
     state->comm().abort();
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommShrink(strataComm_t comm, const int* excludeRanks, int excludeCount,
+                                strataComm_t* newcomm) noexcept {
+  return guarded(__func__, [&](Call& call) {
+    auto state = call.comm(comm);
+    require_out(newcomm, "newcomm");
+    *newcomm = nullptr;
+    if (excludeCount < 0) invalid("excludeCount is " + std::to_string(excludeCount));
+    if (excludeCount > 0 && excludeRanks == nullptr) invalid("excludeRanks is NULL but excludeCount is " + std::to_string(excludeCount));
+    const std::span<const int> excluded(excludeRanks, static_cast<std::size_t>(excludeCount));
+    *newcomm = registry().add(std::make_shared<strata::capi::CommState>(state->comm().shrink(excluded)));
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommGetLostRanks(strataComm_t comm, int* ranks, int capacity, int* count) noexcept {
+  return guarded(__func__, [&](Call& call) {
+    auto state = call.comm(comm);
+    require_out(count, "count");
+    if (capacity < 0) invalid("capacity is " + std::to_string(capacity));
+    if (capacity > 0) require_out(ranks, "ranks");
+    const std::vector<int> lost = state->comm().lost_ranks();
+    std::copy_n(lost.begin(), std::min(lost.size(), static_cast<std::size_t>(capacity)), ranks);
+    *count = static_cast<int>(lost.size());
     return strataSuccess;
   });
 }

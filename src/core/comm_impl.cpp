@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <thread>
 
 #include <boost/system/system_error.hpp>
@@ -9,6 +10,7 @@
 #include "base/config.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
+#include "core/mesh_store.hpp"
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
 #include "hierarchy/hierarchical.hpp"
@@ -316,6 +318,53 @@ void CommImpl::abort(const std::string& why) {
     mesh_->broadcast(n);
   }
   fail_all(why);
+}
+
+std::unique_ptr<CommImpl> CommImpl::shrink(std::span<const int> excluded_in, const CommOptions& opts) {
+  const std::string who = "shrink on rank " + std::to_string(rank_);
+  std::vector<int> excluded(excluded_in.begin(), excluded_in.end());
+  std::sort(excluded.begin(), excluded.end());
+  excluded.erase(std::unique(excluded.begin(), excluded.end()), excluded.end());
+  for (int r : excluded)
+    if (r < 0 || r >= size_)
+      throw InvalidArgument(who + ": lost rank " + std::to_string(r) + " is out of range for " + std::to_string(size_) + " ranks");
+  if (std::binary_search(excluded.begin(), excluded.end(), rank_))
+    throw InvalidArgument(who + ": this rank is among the ranks to exclude");
+  if (servers_ > 0) throw InvalidArgument(who + ": a communicator with dedicated parameter servers cannot shrink");
+  std::vector<int> members;
+  for (int r = 0; r < size_; ++r)
+    if (!std::binary_search(excluded.begin(), excluded.end(), r)) members.push_back(r);
+  const std::string prefix = "shrink/" + std::to_string(++shrinks_) + "/";
+  const auto deadline = Clock::now() + (opts.timeout.count() > 0 ? opts.timeout : timeout_);
+
+  // Every member proposes whom it excludes; a member that disagrees would build another
+  // world, so all of them fail instead. Proposals go to every rank still connected, so
+  // that a member left out by another's list hears the disagreement too.
+  auto list = [](const std::vector<int>& v) {
+    std::string s = "{";
+    for (int r : v) s += (s.size() > 1 ? ", " : "") + std::to_string(r);
+    return s + "}";
+  };
+  const std::string mine = list(excluded);
+  std::vector<int> everyone(static_cast<std::size_t>(size_));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  mesh_->put(prefix + "excluded/" + std::to_string(rank_), mine, everyone);
+  std::vector<std::string> keys;
+  for (int r : members) keys.push_back(prefix + "excluded/" + std::to_string(r));
+  const auto theirs = mesh_->wait(keys, deadline, members);
+  for (std::size_t i = 0; i < members.size(); ++i)
+    if (theirs[i] != mine)
+      throw MismatchError(who + ": rank " + std::to_string(members[i]) + " excludes ranks " + theirs[i] +
+                          " but this rank excludes " + mine + "; every survivor must pass the same lost ranks");
+
+  Setup s;
+  s.rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  s.size = static_cast<int>(members.size());
+  s.store = std::make_shared<MeshStore>(*mesh_, prefix, members);
+  s.options = opts;
+  if (s.options.transport == TransportKind::automatic) s.options.transport = kind_;
+  if (s.options.timeout.count() == 0) s.options.timeout = timeout_;
+  return std::make_unique<CommImpl>(s);
 }
 
 Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,9 @@ class CommImpl {
   void abort(const std::string& why);
   // Ranks known lost (by this rank's control mesh or another's), ascending.
   std::vector<int> lost_ranks() const { return health_.lost(); }
+  // The communicator of every rank but `excluded`, met over this one's control mesh;
+  // see Communicator::shrink.
+  std::unique_ptr<CommImpl> shrink(std::span<const int> excluded, const CommOptions& opts);
 
   // The compression an allreduce with these options runs with (none when exact).
   Compression compression_for(const CallOptions& o) const;
@@ -113,6 +117,7 @@ class CommImpl {
   Compression default_compression_;      // STRATA_COMPRESS
   quant::ErrorFeedback feedback_;        // engine thread only
 
+  int shrinks_ = 0;      // how many shrinks of this communicator were started, to key each apart
   std::mutex issue_mu_;  // orders sequence numbers with queue order
   std::uint64_t next_seq_ = 0;
   std::vector<std::uint64_t> send_seq_, recv_seq_;

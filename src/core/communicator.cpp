@@ -186,6 +186,12 @@ TrafficStats Communicator::traffic() const {
 }
 void Communicator::abort() { impl_->abort("abort() called on rank " + std::to_string(rank())); }
 
+Communicator Communicator::shrink(std::span<const int> lost_ranks, const CommOptions& opts) {
+  return Communicator(impl_->shrink(lost_ranks, opts));
+}
+
+std::vector<int> Communicator::lost_ranks() const { return impl_->lost_ranks(); }
+
 Work Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType dt,
                              ReduceOp op, const CallOptions& o) {
   const Checker c{"allreduce", rank()};

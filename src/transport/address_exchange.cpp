@@ -1,6 +1,5 @@
 #include "transport/address_exchange.hpp"
 
-#include "bootstrap/tcp_store.hpp"
 #include "base/config.hpp"
 
 namespace strata::transport {
@@ -10,7 +9,7 @@ std::string listen_host(bootstrap::Store& store) {
   if (!configured.empty()) return configured;
   auto* s = &store;
   if (auto* prefixed = dynamic_cast<bootstrap::PrefixStore*>(s)) s = prefixed->inner();
-  if (auto* tcp_store = dynamic_cast<bootstrap::TcpStore*>(s)) return tcp_store->local_address();
+  if (auto* knows = dynamic_cast<bootstrap::KnowsLocalAddress*>(s)) return knows->local_address();
   return "127.0.0.1";
 }
 

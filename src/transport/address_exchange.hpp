@@ -11,7 +11,8 @@
 namespace strata::transport {
 
 // STRATA_SOCKET_IFADDR if set, else the local address of the connection to the
-// rendezvous store (the interface that reaches the root), else loopback.
+// rendezvous store (the interface that reaches the root) or of the control mesh that
+// stands in for it, else loopback.
 std::string listen_host(bootstrap::Store& store);
 
 // Publishes `mine` under "<kind>/<rank>" and returns every rank's address, by rank.

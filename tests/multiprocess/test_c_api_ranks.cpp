@@ -3,6 +3,7 @@
 // Every rank regenerates every rank's input from a shared seed, so each one checks its
 // own output against a locally computed reference.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -579,6 +580,38 @@ TEST(CApiRankFailures, DifferentCollectivesAreReportedAsMismatch) {
     EXPECT_EQ(printed_result(r), strataMismatch) << "rank " << r.rank << ":\n" << r.output;
     EXPECT_NE(r.output.find(calls[r.rank]), std::string::npos) << r.output;
   }
+}
+
+TEST(CApiRankFailures, LostRankIsNamedAndSurvivorsShrink) {
+  strataUniqueId id;
+  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess);
+  auto results = fork_ranks(3, kTestLimit, [&](int rank) {
+    strataComm_t comm = init_tcp(id, rank, 3, kOpTimeoutMs);
+    std::vector<std::int64_t> buf(4099, rank + 1);
+    check(strataAllReduce(buf.data(), buf.data(), buf.size(), strataInt64, strataSum, comm, nullptr), "allreduce");
+    if (rank == 2) ::_exit(0);  // dies without a word
+    strataResult_t r = strataSuccess;
+    for (int i = 0; i < 1000 && r == strataSuccess; ++i)
+      r = strataAllReduce(buf.data(), buf.data(), buf.size(), strataInt64, strataSum, comm, nullptr);
+    require(r == strataPeerLost, std::string("expected strataPeerLost, got ") + strataGetErrorString(r) + ": " +
+                                     strataGetLastError(nullptr));
+    int lost[4] = {-1, -1, -1, -1}, n = 0;
+    check(strataCommGetLostRanks(comm, lost, 4, &n), "lost ranks");
+    require(n == 1 && lost[0] == 2, "lost ranks: " + std::to_string(n) + " first " + std::to_string(lost[0]));
+    require(strataCommShrink(comm, lost, -1, nullptr) == strataInvalidArgument, "a NULL newcomm was accepted");
+    strataComm_t two = nullptr;
+    check(strataCommShrink(comm, lost, n, &two), "shrink");
+    int size = 0, me = -1;
+    check(strataCommCount(two, &size), "count");
+    check(strataCommUserRank(two, &me), "rank");
+    require(size == 2 && me == rank, "the shrunk communicator is " + std::to_string(me) + " of " + std::to_string(size));
+    std::vector<std::int64_t> v(4099, rank + 1);
+    check(strataAllReduce(v.data(), v.data(), v.size(), strataInt64, strataSum, two, nullptr), "shrunk allreduce");
+    require(v[0] == 3 && v[4098] == 3, "the shrunk allreduce gave " + std::to_string(v[0]));
+    check(strataCommDestroy(two), "destroy the shrunk communicator");
+    check(strataCommDestroy(comm), "destroy the failed communicator");
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[static_cast<std::size_t>(r)].exit_code, 0) << results[static_cast<std::size_t>(r)].output;
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // heartbeat of 1 s. 4 ranks in 2 regions run 64 MiB allreduces over TCP, UCX, or TCP
 // inside the regions and the WAN link (5 ms emulated delay) between them; every survivor
 // must get PeerLostError naming the lost rank within 2 s of the signal, whichever rank it
-// was (rank 0, a region's leader, or not). Also: a mismatch between two ranks that are
-// not ring neighbours reaches every rank.
+// was (rank 0, a region's leader, or not), then shrink to the three survivors and get the
+// exact sum of their data from the next 64 MiB allreduce. Also: a mismatch between two
+// ranks that are not ring neighbours reaches every rank.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -85,6 +87,32 @@ void strike(How how, Shared* sh) {
   ::kill(me, how == How::kill ? SIGKILL : SIGSTOP);
 }
 
+// The survivors' next step: shrink, then one 64 MiB allreduce whose result must be the
+// exact sum of the survivors' data (integers below 2^24 add exactly in f32). Every
+// survivor's data is regenerated from its old rank's seed.
+void shrink_and_check(Communicator& comm, const std::vector<int>& lost, int old_rank, const std::vector<float>& mine,
+                      Shared* sh, const CommOptions& o) {
+  Communicator next = comm.shrink(lost, o);
+  require(next.size() == kRanks - 1, "the shrunk communicator has " + std::to_string(next.size()) + " ranks");
+  const int expect_rank = old_rank - (old_rank > lost[0] ? 1 : 0);
+  require(next.rank() == expect_rank, "old rank " + std::to_string(old_rank) + " became rank " + std::to_string(next.rank()));
+  std::vector<float> buf = mine;
+  next.allreduce(buf.data(), buf.data(), kCount, DataType::f32, ReduceOp::sum).wait();
+  const auto after = std::chrono::nanoseconds(now_ns() - sh->signalled_ns.load());
+  std::vector<float> want(kCount, 0.0f);
+  for (int r = 0; r < kRanks; ++r) {
+    if (r == lost[0]) continue;
+    std::mt19937 rng(static_cast<unsigned>(r));
+    for (auto& x : want) x += static_cast<float>(rng() % 1000);
+  }
+  for (std::size_t i = 0; i < kCount; ++i)
+    if (buf[i] != want[i])
+      throw std::runtime_error("after the shrink, element " + std::to_string(i) + " is " + std::to_string(buf[i]) +
+                               ", expected " + std::to_string(want[i]));
+  std::printf("NEXT STEP after %lld ms\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(after).count()));
+}
+
 class PeerLoss : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PeerLoss, EverySurvivorNamesTheLostRankInTime) {
@@ -101,6 +129,7 @@ TEST_P(PeerLoss, EverySurvivorNamesTheLostRankInTime) {
     std::vector<float> buf(kCount);
     std::mt19937 rng(static_cast<unsigned>(r));
     for (auto& x : buf) x = static_cast<float>(rng() % 1000);
+    const std::vector<float> mine = buf;
     comm.allreduce(buf.data(), buf.data(), kCount, DataType::f32, ReduceOp::sum).wait();
     std::thread striker;
     if (r == c.victim)
@@ -120,6 +149,7 @@ TEST_P(PeerLoss, EverySurvivorNamesTheLostRankInTime) {
       require(e.lost_ranks() == std::vector<int>{c.victim}, "the error names the wrong rank(s): " + std::string(e.what()));
       require(after < kBar, "the loss took longer than 2 s to reach this rank");
       if (striker.joinable()) striker.join();
+      shrink_and_check(comm, e.lost_ranks(), r, mine, sh, o);
       return;
     }
     throw std::runtime_error("40 allreduces passed without the victim being lost");
@@ -135,6 +165,9 @@ TEST_P(PeerLoss, EverySurvivorNamesTheLostRankInTime) {
     EXPECT_NE(at, std::string::npos) << res.output;
     // The detection time, for the record (ctest --output-on-failure -V shows it).
     if (at != std::string::npos) std::cout << "rank " << r << ": " << res.output.substr(at, res.output.find('\n', at) - at) << "\n";
+    const auto next = res.output.find("NEXT STEP after");
+    EXPECT_NE(next, std::string::npos) << res.output;
+    if (next != std::string::npos) std::cout << "rank " << r << ": " << res.output.substr(next, res.output.find('\n', next) - next) << "\n";
   }
   ::munmap(sh, sizeof(Shared));
 }
@@ -150,6 +183,58 @@ std::vector<Case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Positions, PeerLoss, ::testing::ValuesIn(cases()), case_name);
+
+// Shrinking a healthy communicator: rank 3 stays out, the others go on without it. Then
+// survivors that disagree on whom to exclude: every one of them fails, none gets a world.
+TEST(PeerLossShrink, HealthyShrinkAndDisagreement) {
+  const auto root = free_root_address();
+  auto rs = fork_ranks(kRanks, 60s, [&](int r) {
+    CommOptions o;
+    o.transport = TransportKind::tcp;
+    o.timeout = 20s;
+    Communicator comm(r, kRanks, root, o);
+    if (r == 3) {
+      std::this_thread::sleep_for(3s);
+      return;
+    }
+    const int three[] = {3}, self[] = {r}, out_of_range[] = {4};
+    try {
+      comm.shrink(self, o);
+      throw std::runtime_error("shrink excluding the caller passed");
+    } catch (const InvalidArgument& e) {
+      std::printf("SELF %s\n", e.what());
+    }
+    try {
+      comm.shrink(out_of_range, o);
+      throw std::runtime_error("shrink excluding rank 4 of 4 passed");
+    } catch (const InvalidArgument& e) {
+      std::printf("RANGE %s\n", e.what());
+    }
+    Communicator three_ranks = comm.shrink(three, o);
+    std::vector<std::int64_t> v(1001, r + 1);
+    three_ranks.allreduce(v.data(), v.data(), v.size(), DataType::i64, ReduceOp::sum).wait();
+    require(v[0] == 6 && v[1000] == 6, "the shrunk allreduce gave " + std::to_string(v[0]));
+    // Rank 2 thinks rank 1 is gone too.
+    const int one_three[] = {1, 3};
+    try {
+      comm.shrink(r == 2 ? std::span<const int>(one_three) : std::span<const int>(three), o);
+      throw std::runtime_error("a shrink the survivors disagree on passed");
+    } catch (const MismatchError& e) {
+      std::printf("DISAGREE %s\n", e.what());
+    }
+  });
+  ASSERT_EQ(failures(rs), "");
+  for (int r = 0; r < 3; ++r) {
+    const auto& out = rs[static_cast<std::size_t>(r)].output;
+    EXPECT_NE(out.find("SELF shrink on rank " + std::to_string(r) + ": this rank is among the ranks to exclude"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find("RANGE shrink on rank " + std::to_string(r) + ": lost rank 4 is out of range for 4 ranks"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find("DISAGREE"), std::string::npos) << out;
+    EXPECT_NE(out.find(r == 2 ? "rank 0 excludes ranks {3} but this rank excludes {1, 3}" : "rank 2 excludes ranks {1, 3}"),
+              std::string::npos) << out;
+  }
+}
 
 // Ranks 0 and 2 disagree (count); ranks 1 and 3 agree with rank 0. Only ranks 2 and 3 see
 // a neighbour's fingerprint differ; ranks 0 and 1 learn it from them.

@@ -1,0 +1,40 @@
+// The survivors' rendezvous when a communicator shrinks: a Store over the old
+// communicator's control mesh, so no store server (which may have died with rank 0) and
+// no new address is needed. Keys go under a prefix of their own; `members` are the old
+// ranks taking part, to whom every set() is sent and whose loss ends a get().
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/control_mesh.hpp"
+#include "bootstrap/store.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::detail {
+
+class MeshStore : public bootstrap::Store, public bootstrap::KnowsLocalAddress {
+ public:
+  MeshStore(bootstrap::ControlMesh& mesh, std::string prefix, std::vector<int> members)
+      : mesh_(mesh), prefix_(std::move(prefix)), members_(std::move(members)) {}
+
+  void set(const std::string& key, const std::string& value) override { mesh_.put(prefix_ + key, value, members_); }
+  std::vector<std::string> get(const std::vector<std::string>& keys, Clock::time_point deadline) override {
+    std::vector<std::string> full;
+    for (const auto& k : keys) full.push_back(prefix_ + k);
+    return mesh_.wait(full, deadline, members_);
+  }
+  std::int64_t add(const std::string& key, std::int64_t) override {
+    throw InvalidArgument("the survivors' rendezvous keeps no counters (add of '" + key + "')");
+  }
+  using Store::get;
+  std::string local_address() const override { return mesh_.host(); }
+
+ private:
+  bootstrap::ControlMesh& mesh_;
+  std::string prefix_;
+  std::vector<int> members_;
+};
+
+}  // namespace strata::detail
