@@ -132,6 +132,29 @@ class Communicator {
   // Ranks known lost so far, ascending (empty while all are well).
   std::vector<int> lost_ranks() const;
 
+  // Grow (as ncclCommGrow): at a collective boundary every rank of this communicator
+  // calls grow() and every new rank calls join(); together they form a communicator of
+  // new_size ranks, in which this one's ranks keep their numbers and the new ones take
+  // size() .. new_size-1. They meet in `store` under `generation`, a name new for each
+  // grow of the job ("grow-17"): a store that outlives any rank (strata-store, or
+  // torch's), not one that rank 0 serves. The ranks of this communicator first check,
+  // with a collective on it, that they agree on new_size and generation. This
+  // communicator stays usable; the caller usually destroys it.
+  Communicator grow(std::shared_ptr<Store> store, int new_size, const std::string& generation,
+                    const CommOptions& opts = {});
+  // rank < 0: take the next free place (in the order the joiners arrive). Joiners must
+  // use the transport the others do (CommOptions::transport or STRATA_TRANSPORT).
+  static Communicator join(std::shared_ptr<Store> store, int rank, int new_size, const std::string& generation,
+                           const CommOptions& opts = {});
+
+  // Brings every rank's `buffers` to root's bytes (a broadcast each), and with residuals
+  // also root's compression residuals (save_residuals/restore_residuals), then proves it:
+  // every rank hashes what it now holds (SHA-256) and all compare. A rank whose state
+  // differs fails the call on every rank with MismatchError naming it. Returns the hex
+  // digest, the same on every rank. For joiners after grow(), and for a check that
+  // replicas still agree.
+  std::string share_state(std::span<const std::span<std::byte>> buffers, int root, bool residuals = false);
+
   // Error-feedback residuals of compressed allreduce (see Compression), ordered with the
   // collectives issued before: drop one key's (or, with "", all), or save them with a
   // training checkpoint and restore them on resume (same world and plan). restore throws

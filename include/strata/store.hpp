@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,11 @@ class Store {
   // Atomically adds delta and returns the new value.
   virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
 };
+
+// A client of the strata rendezvous store at "host:port": a strata-store process (which
+// outlives every rank, so grow() and join() can meet there), or UniqueId::create's.
+// Retries the connection until `timeout` passes.
+std::shared_ptr<Store> connect_store(const std::string& address,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 }  // namespace strata

@@ -1,0 +1,97 @@
+// Growing a running job: three ranks meet in a store that is not theirs (it outlives
+// any of them, as strata-store does), train a little, and grow to four; the fourth
+// process joins, takes the next free rank, receives the model by share_state (every
+// rank compares its SHA-256), and the next allreduce over four ranks is exact.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "fork_ranks.hpp"
+#include "strata/strata.hpp"
+
+namespace strata::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Grow, ThreeRanksGrowToFourAndTheJoinerGetsTheModel) {
+  const UniqueId id = UniqueId::create();  // the store lives in this process, not in a rank
+  const std::string root = id.root();
+  auto rs = fork_ranks(4, 90s, [&](int p) {
+    CommOptions o;
+    o.transport = TransportKind::tcp;
+    o.timeout = 30s;
+    auto store = connect_store(root);
+    std::vector<double> model(100003, 0.0);
+    if (p < 3) {
+      Communicator three(store, p, 3, o);
+      // A few steps that every rank ends with the same model.
+      for (int step = 0; step < 3; ++step) {
+        std::vector<double> grad(model.size());
+        for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = static_cast<double>((i + 7 * step + 11 * p) % 97);
+        three.allreduce(grad.data(), grad.data(), grad.size(), DataType::f64, ReduceOp::sum).wait();
+        for (std::size_t i = 0; i < model.size(); ++i) model[i] += grad[i];
+      }
+      Communicator four = three.grow(store, 4, "grow-1", o);
+      require(four.rank() == p && four.size() == 4, "an old rank moved");
+      const std::span<std::byte> bufs[] = {std::as_writable_bytes(std::span(model))};
+      std::printf("DIGEST %s\n", four.share_state(bufs, 0, true).c_str());
+      std::vector<std::int64_t> v(777, four.rank() + 1);
+      four.allreduce(v.data(), v.data(), v.size(), DataType::i64, ReduceOp::sum).wait();
+      require(v[0] == 10 && v[776] == 10, "the grown allreduce gave " + std::to_string(v[0]));
+      return;
+    }
+    Communicator four = Communicator::join(store, -1, 4, "grow-1", o);
+    require(four.rank() == 3 && four.size() == 4, "the joiner is rank " + std::to_string(four.rank()));
+    const std::span<std::byte> bufs[] = {std::as_writable_bytes(std::span(model))};
+    std::printf("DIGEST %s\n", four.share_state(bufs, 0, true).c_str());
+    // What the three computed: the sum over steps and ranks of their gradients.
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      double want = 0;
+      for (int step = 0; step < 3; ++step)
+        for (int q = 0; q < 3; ++q) want += static_cast<double>((i + 7 * step + 11 * q) % 97);
+      require(model[i] == want, "the joiner's model differs at " + std::to_string(i));
+    }
+    std::vector<std::int64_t> v(777, four.rank() + 1);
+    four.allreduce(v.data(), v.data(), v.size(), DataType::i64, ReduceOp::sum).wait();
+    require(v[0] == 10, "the grown allreduce gave " + std::to_string(v[0]) + " on the joiner");
+  });
+  ASSERT_EQ(failures(rs), "");
+  const auto digest = [](const std::string& out) { return out.substr(out.find("DIGEST "), 7 + 64); };
+  for (const auto& r : rs) EXPECT_EQ(digest(r.output), digest(rs[0].output)) << r.output;
+}
+
+TEST(Grow, RanksThatDisagreeOnTheNewSizeFail) {
+  const UniqueId id = UniqueId::create();
+  const std::string root = id.root();
+  auto rs = fork_ranks(2, 60s, [&](int p) {
+    CommOptions o;
+    o.transport = TransportKind::tcp;
+    o.timeout = 10s;
+    auto store = connect_store(root);
+    Communicator two(store, p, 2, o);
+    try {
+      two.grow(store, p == 0 ? 3 : 4, "grow-x", o);
+      throw std::runtime_error("grow with different sizes passed");
+    } catch (const MismatchError& e) {
+      std::printf("MISMATCH %s\n", e.what());
+    }
+    try {
+      two.grow(store, 1, "grow-y", o);
+      throw std::runtime_error("grow to fewer ranks passed");
+    } catch (const InvalidArgument& e) {
+      std::printf("SMALLER %s\n", e.what());
+    }
+  });
+  ASSERT_EQ(failures(rs), "");
+  for (const auto& r : rs) {
+    EXPECT_NE(r.output.find("MISMATCH grow on rank"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("is smaller than the 2 ranks already here"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace strata::test

@@ -1,0 +1,41 @@
+// strata-store: the rendezvous store as a process of its own, for jobs whose ranks come
+// and go: a communicator created from it (Communicator(connect_store(...), rank, size)),
+// and every grow() and join(), outlive any rank, rank 0 included.
+//
+//   strata-store --host 10.0.0.1 --port 29500      # until SIGINT or SIGTERM
+#include <signal.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "bootstrap/tcp_store.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata-store: a rendezvous store that outlives the ranks"};
+  std::string host = "127.0.0.1";
+  int port = 29500;
+  app.add_option("--host", host, "address to listen on")->capture_default_str();
+  app.add_option("--port", port, "port to listen on (0: any free one)")->capture_default_str()->check(CLI::Range(0, 65535));
+  CLI11_PARSE(app, argc, argv);
+  // Blocked before the server's thread starts, so only sigwait below takes them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  try {
+    strata::bootstrap::StoreServer server(host, static_cast<std::uint16_t>(port));
+    std::printf("strata-store: serving on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
+    std::fflush(stdout);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    std::printf("strata-store: stopping (signal %d)\n", sig);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata-store: %s\n", e.what());
+    return 1;
+  }
+}
