@@ -99,7 +99,34 @@ StrataBackend::StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int r
         }
       }()) {}
 
+StrataBackend::StrataBackend(Communicator comm) : c10d::Backend(comm.rank(), comm.size()), comm_(std::move(comm)) {}
+
 StrataBackend::~StrataBackend() = default;
+
+c10::intrusive_ptr<StrataBackend> StrataBackend::shrink(const std::vector<int>& lost) {
+  try {
+    return c10::make_intrusive<StrataBackend>(comm_.shrink(lost));
+  } catch (const InvalidArgument& e) {
+    TORCH_CHECK_VALUE(false, "strata: ", e.what());
+  } catch (const Error& e) {
+    std::rethrow_exception(backend_error(e.what()));
+  }
+}
+
+std::string StrataBackend::share_state(const std::vector<at::Tensor>& tensors, int root, bool residuals) {
+  std::vector<std::span<std::byte>> spans;
+  for (const auto& t : tensors) {
+    TORCH_CHECK_VALUE(t.device().is_cpu() && t.is_contiguous(), "strata: share_state takes contiguous CPU tensors");
+    spans.emplace_back(static_cast<std::byte*>(t.data_ptr()), t.nbytes());
+  }
+  try {
+    return comm_.share_state(spans, root, residuals);
+  } catch (const InvalidArgument& e) {
+    TORCH_CHECK_VALUE(false, "strata: ", e.what());
+  } catch (const Error& e) {
+    std::rethrow_exception(backend_error(e.what()));
+  }
+}
 
 void StrataBackend::abort() { comm_.abort(); }
 void StrataBackend::shutdown() { completions_.drain(); }

@@ -16,6 +16,8 @@ namespace strata::torch_backend {
 class StrataBackend : public c10d::Backend {
  public:
   StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
+  // Over a communicator that already exists: the survivors' after a shrink.
+  explicit StrataBackend(Communicator comm);
   ~StrataBackend() override;
 
   const std::string getBackendName() const override { return "strata"; }
@@ -58,6 +60,10 @@ class StrataBackend : public c10d::Backend {
   void reset_residuals(const std::string& key);
   void restore_residuals(std::span<const std::byte> saved);
   Communicator& communicator() { return comm_; }
+  // The survivors' backend (Communicator::shrink); every survivor calls it.
+  c10::intrusive_ptr<StrataBackend> shrink(const std::vector<int>& lost);
+  // Communicator::share_state over CPU tensors (contiguous), in place.
+  std::string share_state(const std::vector<at::Tensor>& tensors, int root, bool residuals);
 
  private:
   c10::intrusive_ptr<StrataWork> start(c10d::OpType op, const std::vector<at::Tensor>& outputs, c10::Device device);

@@ -46,6 +46,10 @@ PYBIND11_MODULE(_C, m) {
              return py::dict(py::arg("region") = l.region, py::arg("cluster") = l.cluster, py::arg("rack") = l.rack,
                              py::arg("host") = l.host, py::arg("local_rank") = l.local_rank);
            })
+      .def("lost_ranks", [](StrataBackend& b) { return b.communicator().lost_ranks(); })
+      .def("_shrink", &StrataBackend::shrink, py::arg("lost"), py::call_guard<py::gil_scoped_release>())
+      .def("share_state", &StrataBackend::share_state, py::arg("tensors"), py::arg("root") = 0,
+           py::arg("residuals") = false, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", [](StrataBackend& b) { return strata::to_string(b.communicator().transport()); })
       .def("traffic", [](StrataBackend& b) {
         const auto t = b.communicator().traffic();

@@ -6,6 +6,9 @@
     state = strata.torch.CompressionState("topk:0.01+int8")
     model.register_comm_hook(state, strata.torch.compress_hook)
 
+After a lost rank (``lost_ranks``), ``shrink`` the group to the survivors, or ``reform`` it
+with replacements and ``share_state`` the model to them.
+
 Locality (``STRATA_REGION``, ``STRATA_CLUSTER``, ...) and every other ``STRATA_*``
 setting apply as they do to the C++ API; the rendezvous is torch's store.
 """
@@ -15,13 +18,21 @@ import torch.distributed as dist
 from strata import _C
 from strata.torch._hook import CompressionState, compress_hook
 from strata.torch._backend import backend_of
+from strata.torch._recovery import _adopt, lost_ranks, reform, share_state, shrink
 
-__all__ = ["CompressionState", "compress_hook", "backend_of", "StrataBackend"]
+__all__ = ["CompressionState", "compress_hook", "backend_of", "StrataBackend", "lost_ranks", "shrink", "reform",
+           "share_state"]
 
 StrataBackend = _C.StrataBackend
 
 
 def _create(store, rank, world_size, timeout):
+    if _adopt:  # shrink(): the survivors' backend already exists
+        backend = _adopt.pop()
+        if (backend.rank(), backend.size()) != (rank, world_size):
+            raise ValueError(f"strata: the shrunk group is rank {backend.rank()} of {backend.size()}, "
+                             f"not {rank} of {world_size}")
+        return backend
     return _C.StrataBackend(store, rank, world_size, timeout.total_seconds())
 
 
