@@ -47,7 +47,7 @@ if has tsan; then
   begin tsan
   cmake --preset tsan
   cmake --build --preset tsan --parallel 2 --target test_transport_conformance test_c_api test_wan_link \
-    test_collectives test_failures test_job_end
+    test_collectives test_failures test_job_end test_shrink
   ctest --preset tsan
   end tsan
 fi
