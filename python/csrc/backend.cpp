@@ -65,7 +65,7 @@ std::vector<c10::Device> future_devices(c10::Device d) {
 // Issue-time errors: bad arguments are Python ValueErrors; anything else (the group
 // already failed) is torch's DistBackendError. Both carry strata's message.
 template <class F>
-c10::intrusive_ptr<c10d::Work> guarded(F&& f) {
+auto guarded(F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const InvalidArgument& e) {
@@ -87,30 +87,18 @@ std::vector<std::size_t> prefix(const std::vector<std::size_t>& counts) {
 
 StrataBackend::StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                              std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), comm_([&] {
+    : c10d::Backend(rank, size), comm_(guarded([&] {
         CommOptions o;
         o.timeout = timeout;
-        try {
-          return Communicator(std::make_shared<TorchStore>(store), rank, size, o);
-        } catch (const InvalidArgument& e) {
-          TORCH_CHECK_VALUE(false, "strata: ", e.what());
-        } catch (const Error& e) {
-          std::rethrow_exception(backend_error(e.what()));
-        }
-      }()) {}
+        return Communicator(std::make_shared<TorchStore>(store), rank, size, o);
+      })) {}
 
 StrataBackend::StrataBackend(Communicator comm) : c10d::Backend(comm.rank(), comm.size()), comm_(std::move(comm)) {}
 
 StrataBackend::~StrataBackend() = default;
 
 c10::intrusive_ptr<StrataBackend> StrataBackend::shrink(const std::vector<int>& lost) {
-  try {
-    return c10::make_intrusive<StrataBackend>(comm_.shrink(lost));
-  } catch (const InvalidArgument& e) {
-    TORCH_CHECK_VALUE(false, "strata: ", e.what());
-  } catch (const Error& e) {
-    std::rethrow_exception(backend_error(e.what()));
-  }
+  return guarded([&] { return c10::make_intrusive<StrataBackend>(comm_.shrink(lost)); });
 }
 
 std::string StrataBackend::share_state(const std::vector<at::Tensor>& tensors, int root, bool residuals) {
@@ -119,13 +107,7 @@ std::string StrataBackend::share_state(const std::vector<at::Tensor>& tensors, i
     TORCH_CHECK_VALUE(t.device().is_cpu() && t.is_contiguous(), "strata: share_state takes contiguous CPU tensors");
     spans.emplace_back(static_cast<std::byte*>(t.data_ptr()), t.nbytes());
   }
-  try {
-    return comm_.share_state(spans, root, residuals);
-  } catch (const InvalidArgument& e) {
-    TORCH_CHECK_VALUE(false, "strata: ", e.what());
-  } catch (const Error& e) {
-    std::rethrow_exception(backend_error(e.what()));
-  }
+  return guarded([&] { return comm_.share_state(spans, root, residuals); });
 }
 
 void StrataBackend::abort() { comm_.abort(); }

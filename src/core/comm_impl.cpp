@@ -54,6 +54,17 @@ ErrorCode code_of(const std::exception_ptr& e) {
   }
 }
 
+// A timeout, told which rank never started the collective; any other error as it is.
+std::exception_ptr with_absent(const std::exception_ptr& e, const std::string& absent) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const TimeoutError& t) {
+    return std::make_exception_ptr(TimeoutError(std::string(t.what()) + "; " + absent));
+  } catch (...) {
+    return e;
+  }
+}
+
 // " (algorithm ring here, double_tree there)" when only the algorithms differ, which the
 // descriptions do not show.
 std::string algorithm_difference(const Fingerprint& mine, const Fingerprint& theirs) {
@@ -258,18 +269,21 @@ std::exception_ptr CommImpl::settle(const std::string& what, std::uint64_t seq, 
   auto err = health_.explain(what, symptom, kExplainGrace, &news, hint);
   const std::string text = message_of(err);
   // Before the transport closes, so that peers hear why before they see it close.
-  if (news && !failed_.load(std::memory_order_acquire)) {
-    bootstrap::ControlNotice n;
-    n.from = rank_;
-    n.code = static_cast<int>(code_of(err));
-    n.seq = seq;
-    n.text = text;
-    mesh_->broadcast(n);
-  }
+  if (news && !failed_.load(std::memory_order_acquire)) tell_everyone(code_of(err), seq, text);
   fail_all(text);
   log::warn(text);
   settled_ = err;
   return err;
+}
+
+void CommImpl::tell_everyone(ErrorCode code, std::uint64_t seq, const std::string& text, std::vector<int> lost) {
+  bootstrap::ControlNotice n;
+  n.from = rank_;
+  n.code = static_cast<int>(code);
+  n.seq = seq;
+  n.lost = std::move(lost);
+  n.text = text;
+  mesh_->broadcast(n);
 }
 
 void CommImpl::fail_all(const std::string& why) {
@@ -288,12 +302,7 @@ void CommImpl::on_peer_lost(int r, const std::string& why) {
   log::warn(text);
   // Every survivor's mesh sees a death itself, but only neighbours see a silence; and a
   // partition may hide either from some. One notice per finder settles it for everyone.
-  bootstrap::ControlNotice n;
-  n.from = rank_;
-  n.code = static_cast<int>(ErrorCode::peer_lost);
-  n.lost = {r};
-  n.text = why;
-  mesh_->broadcast(n);
+  tell_everyone(ErrorCode::peer_lost, 0, why, {r});
   fail_all(text);
 }
 
@@ -310,13 +319,7 @@ void CommImpl::on_notice(const bootstrap::ControlNotice& n) {
 }
 
 void CommImpl::abort(const std::string& why) {
-  if (!failed_.load(std::memory_order_acquire)) {
-    bootstrap::ControlNotice n;
-    n.from = rank_;
-    n.code = static_cast<int>(ErrorCode::aborted);
-    n.text = why;
-    mesh_->broadcast(n);
-  }
+  if (!failed_.load(std::memory_order_acquire)) tell_everyone(ErrorCode::aborted, 0, why);
   fail_all(why);
 }
 
@@ -360,7 +363,8 @@ std::unique_ptr<CommImpl> CommImpl::shrink(std::span<const int> excluded_in, con
   Setup s;
   s.rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   s.size = static_cast<int>(members.size());
-  s.store = std::make_shared<MeshStore>(*mesh_, prefix, members);
+  s.store = std::make_shared<MeshStore>(*mesh_, members);
+  s.key_prefix = prefix;
   s.options = opts;
   if (s.options.transport == TransportKind::automatic) s.options.transport = kind_;
   if (s.options.timeout.count() == 0) s.options.timeout = timeout_;
@@ -446,16 +450,12 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
       params.guard(false);
     }
   } catch (...) {
-    // The fingerprint tells whether the previous rank ever reached this collective.
-    const bool heard = !fp_recv || (fp_recv->done() && fp_recv->error().empty());  // an abort fails it too
+    // The fingerprint tells whether the previous rank ever reached this collective; a
+    // timeout says so itself, any failure passes it on (an abort fails the receive too).
+    const bool heard = !fp_recv || (fp_recv->done() && fp_recv->error().empty());
     const std::string absent = heard ? "" : "rank " + std::to_string(prev) + " has not started " + what;
     auto symptom = std::current_exception();
-    try {
-      throw;
-    } catch (const TimeoutError& e) {
-      if (!absent.empty()) symptom = std::make_exception_ptr(TimeoutError(std::string(e.what()) + "; " + absent));
-    } catch (...) {
-    }
+    if (!absent.empty()) symptom = with_absent(symptom, absent);
     std::rethrow_exception(settle(what + " on rank " + std::to_string(rank_), fp.seq, symptom, absent));
   }
 }

@@ -21,6 +21,7 @@
 #include "hierarchy/plan.hpp"
 #include "quant/error_feedback.hpp"
 #include "strata/communicator.hpp"
+#include "strata/errors.hpp"
 #include "probe/probe.hpp"
 #include "topology/selector.hpp"
 #include "topology/topology_file.hpp"
@@ -94,6 +95,8 @@ class CommImpl {
   std::exception_ptr settle(const std::string& what, std::uint64_t seq, const std::exception_ptr& symptom,
                             const std::string& hint = "");
   void fail_all(const std::string& why);  // marks the communicator failed, stops the transport
+  // A notice from this rank to every other over the control mesh.
+  void tell_everyone(ErrorCode code, std::uint64_t seq, const std::string& text, std::vector<int> lost = {});
   void connect_mesh(const std::vector<std::string>& addresses, transport::Clock::time_point deadline);
   void close_servers();  // tells the dedicated servers this worker is done
 

@@ -1,7 +1,8 @@
 // The survivors' rendezvous when a communicator shrinks: a Store over the old
 // communicator's control mesh, so no store server (which may have died with rank 0) and
-// no new address is needed. Keys go under a prefix of their own; `members` are the old
-// ranks taking part, to whom every set() is sent and whose loss ends a get().
+// no new address is needed. `members` are the old ranks taking part, to whom every set()
+// is sent and whose loss ends a get(); each shrink's keys are kept apart by the prefix
+// the new communicator's bootstrap puts on them (CommImpl::Setup::key_prefix).
 #pragma once
 
 #include <string>
@@ -16,14 +17,11 @@ namespace strata::detail {
 
 class MeshStore : public bootstrap::Store, public bootstrap::KnowsLocalAddress {
  public:
-  MeshStore(bootstrap::ControlMesh& mesh, std::string prefix, std::vector<int> members)
-      : mesh_(mesh), prefix_(std::move(prefix)), members_(std::move(members)) {}
+  MeshStore(bootstrap::ControlMesh& mesh, std::vector<int> members) : mesh_(mesh), members_(std::move(members)) {}
 
-  void set(const std::string& key, const std::string& value) override { mesh_.put(prefix_ + key, value, members_); }
+  void set(const std::string& key, const std::string& value) override { mesh_.put(key, value, members_); }
   std::vector<std::string> get(const std::vector<std::string>& keys, Clock::time_point deadline) override {
-    std::vector<std::string> full;
-    for (const auto& k : keys) full.push_back(prefix_ + k);
-    return mesh_.wait(full, deadline, members_);
+    return mesh_.wait(keys, deadline, members_);
   }
   std::int64_t add(const std::string& key, std::int64_t) override {
     throw InvalidArgument("the survivors' rendezvous keeps no counters (add of '" + key + "')");
@@ -33,7 +31,6 @@ class MeshStore : public bootstrap::Store, public bootstrap::KnowsLocalAddress {
 
  private:
   bootstrap::ControlMesh& mesh_;
-  std::string prefix_;
   std::vector<int> members_;
 };
 
