@@ -3,8 +3,9 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libboost-dev libboost-system-dev libprotobuf-dev
       protobuf-compiler libucx-dev ucx-utils libgtest-dev libgmock-dev libbenchmark-dev
-      libcli11-dev libssl-dev libgloo-dev openmpi-bin libopenmpi-dev iperf3 iproute2 python3
+      libcli11-dev libssl-dev openssl libgloo-dev openmpi-bin libopenmpi-dev iperf3 iproute2 python3
       clang libclang-rt-dev  # clang: the sanitizer builds and libFuzzer (scripts/test.sh)
+      # openssl: the TLS tests make their certificate authorities with its command line
       nlohmann-json3-dev     # JSON in the tools (strata-perf --json, strata-plan --measured)
       python3-venv)          # the Python environment of the PyTorch backend (scripts/python-env.sh)
 missing=()

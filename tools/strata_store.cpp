@@ -3,6 +3,9 @@
 // and every grow() and join(), outlive any rank, rank 0 included.
 //
 //   strata-store --host 10.0.0.1 --port 29500      # until SIGINT or SIGTERM
+//
+// Only clients that know the job's secret (STRATA_JOB_SECRET or STRATA_JOB_SECRET_FILE,
+// set alike for the store and the ranks) get a request answered.
 #include <signal.h>
 
 #include <cstdio>
@@ -27,7 +30,12 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   try {
-    strata::bootstrap::StoreServer server(host, static_cast<std::uint16_t>(port));
+    const auto secret = strata::bootstrap::JobSecret::from_config();
+    if (!secret)
+      std::fprintf(stderr, "strata-store: warning: no STRATA_JOB_SECRET(_FILE): anyone who reaches %s can read "
+                           "and write its keys\n", host.c_str());
+    strata::bootstrap::StoreServer server(host, static_cast<std::uint16_t>(port),
+                                          secret.value_or(strata::bootstrap::JobSecret{}));
     std::printf("strata-store: serving on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
     std::fflush(stdout);
     int sig = 0;

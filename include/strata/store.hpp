@@ -29,8 +29,12 @@ class Store {
 
 // A client of the strata rendezvous store at "host:port": a strata-store process (which
 // outlives every rank, so grow() and join() can meet there), or UniqueId::create's.
-// Retries the connection until `timeout` passes.
+// Retries the connection until `timeout` passes. Client and store prove to each other
+// that they know the job's secret (STRATA_JOB_SECRET or STRATA_JOB_SECRET_FILE).
 std::shared_ptr<Store> connect_store(const std::string& address,
                                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+// The same for the store UniqueId::create started, proving the id's own secret.
+struct UniqueId;
+std::shared_ptr<Store> connect_store(const UniqueId& id, std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 }  // namespace strata

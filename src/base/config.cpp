@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 
 #include "strata/errors.hpp"
 
@@ -87,7 +88,9 @@ std::string dump() {
   std::string out;
   for (const auto& s : registry()) {
     const char* v = std::getenv(s.env);
-    out += std::string(s.env) + "=" + raw(s) + (v && *v ? "" : " (default)") + "\n";
+    const bool secret = std::string_view(s.name) == "job_secret";  // never in a log
+    out += std::string(s.env) + "=" + (secret && v && *v ? std::string("(set)") : raw(s)) +
+           (v && *v ? "" : " (default)") + "\n";
   }
   return out;
 }

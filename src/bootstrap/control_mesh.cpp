@@ -1,6 +1,7 @@
 #include "bootstrap/control_mesh.hpp"
 
 #include <atomic>
+#include <cstring>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -15,6 +16,7 @@
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
 #include "bootstrap.pb.h"
+#include "bootstrap/auth_gate.hpp"
 #include "bootstrap/store_protocol.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "strata/errors.hpp"
@@ -26,9 +28,6 @@ using asio::ip::tcp;
 
 namespace {
 
-constexpr std::uint32_t kControlMagic = 0x5354434D;  // "STCM"
-// An accepted connection must name its rank this soon, or it is closed.
-constexpr auto kHelloDeadline = std::chrono::seconds(10);
 
 std::string seconds(std::chrono::milliseconds d) {
   char s[32];
@@ -40,8 +39,9 @@ std::string seconds(std::chrono::milliseconds d) {
 
 class ControlMesh::Impl {
  public:
-  Impl(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat)
-      : accept_trouble_("control mesh on rank " + std::to_string(rank)), rank_(rank),
+  Impl(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat, const JobSecret& secret)
+      : gate_("control mesh of rank " + std::to_string(rank), secret, auth::Channel::mesh, 4),
+        accept_trouble_("control mesh on rank " + std::to_string(rank)), rank_(rank),
         peers_(static_cast<std::size_t>(size)), heartbeat_(heartbeat) {
     boost::system::error_code ec;
     const auto addr = asio::ip::make_address(bind_host, ec);
@@ -195,25 +195,21 @@ class ControlMesh::Impl {
 
   // Everything below runs on the mesh thread.
 
+  // Only a connection that proved it belongs to the job (auth_gate.hpp) may name a rank.
   void adopt(tcp::socket s) {
     auto c = std::make_shared<Conn>(std::move(s));
-    auto timer = std::make_shared<asio::steady_timer>(io_, kHelloDeadline);
-    timer->async_wait([c](boost::system::error_code ec) {
-      if (!ec) c->sock.close(ec);
-    });
-    read_frame(c, [this, c, timer](const wire::ControlMessage& m) {
-      timer->cancel();
-      const int r = m.rank();
-      if (m.kind() != wire::ControlMessage::HELLO || m.magic() != kControlMagic || r < 0 || r >= rank_ ||
-          peers_[static_cast<std::size_t>(r)].conn) {
+    const std::shared_ptr<tcp::socket> sock(c, &c->sock);
+    gate_.admit(sock, [this, c](const auth::Bytes& payload) {
+      std::uint32_t claimed = 0;
+      std::memcpy(&claimed, payload.data(), sizeof claimed);
+      if (claimed >= static_cast<std::uint32_t>(rank_) || peers_[claimed].conn) {
         boost::system::error_code ec;
-        log::warn("control mesh: refused a connection from " + remote(*c) + " that did not introduce itself as a "
-                  "lower rank of this communicator");
+        gate_.refuse(remote(*c), "it claims rank " + std::to_string(claimed) +
+                                     ", which is not a lower rank of this communicator still unconnected");
         c->sock.close(ec);
-        return false;
+        return;
       }
-      attach(r, c);  // which reads on from here
-      return false;
+      attach(static_cast<int>(claimed), c);
     });
   }
 
@@ -233,12 +229,13 @@ class ControlMesh::Impl {
         return;
       }
       c->sock.set_option(tcp::no_delay(true), ec);
-      wire::ControlMessage hello;
-      hello.set_kind(wire::ControlMessage::HELLO);
-      hello.set_magic(kControlMagic);
-      hello.set_rank(rank_);
-      peers_[static_cast<std::size_t>(r)].out.push_front(encode_frame(hello));  // ahead of any notice queued
-      attach(r, c);
+      const auto me = static_cast<std::uint32_t>(rank_);
+      auth::Bytes payload(sizeof me);
+      std::memcpy(payload.data(), &me, sizeof me);
+      gate_.dial(std::shared_ptr<tcp::socket>(c, &c->sock), std::move(payload), [this, r, c](const std::string& error) {
+        if (!error.empty()) return fail_connect("control connection to rank " + std::to_string(r) + ": " + error);
+        attach(r, c);
+      });
     });
   }
 
@@ -442,6 +439,7 @@ class ControlMesh::Impl {
   // The io_context first: sockets and timers on it must go before it does.
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
+  auth::Gate gate_;
   tcp::acceptor acceptor_{io_};
   asio::steady_timer accept_retry_{io_};
   asio::steady_timer tick_timer_{io_};
@@ -469,8 +467,9 @@ class ControlMesh::Impl {
   std::thread thread_;
 };
 
-ControlMesh::ControlMesh(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat)
-    : impl_(std::make_unique<Impl>(rank, size, bind_host, heartbeat)) {}
+ControlMesh::ControlMesh(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat,
+                         const JobSecret& secret)
+    : impl_(std::make_unique<Impl>(rank, size, bind_host, heartbeat, secret)) {}
 ControlMesh::~ControlMesh() = default;
 std::string ControlMesh::address() const { return impl_->address(); }
 std::string ControlMesh::host() const { return impl_->host(); }

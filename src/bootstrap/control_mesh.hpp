@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/job_secret.hpp"
 #include "bootstrap/store.hpp"
 
 namespace strata::bootstrap {
@@ -51,8 +52,10 @@ class ControlMesh {
     std::function<void(const ControlNotice&)> notice;
   };
 
-  // Listens on bind_host at once; heartbeat 0 sends no beats.
-  ControlMesh(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat);
+  // Listens on bind_host at once; heartbeat 0 sends no beats. Connections in both
+  // directions prove they know `secret` before any frame is read.
+  ControlMesh(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat,
+              const JobSecret& secret);
   ~ControlMesh();  // goodbye(), then stops
   ControlMesh(const ControlMesh&) = delete;
   ControlMesh& operator=(const ControlMesh&) = delete;

@@ -9,6 +9,7 @@
 
 #include "bootstrap.pb.h"
 #include "base/accept_loop.hpp"
+#include "bootstrap/auth_gate.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
 #include "strata/errors.hpp"
@@ -59,8 +60,9 @@ constexpr std::size_t kReadPiece = 64u << 10;
 
 class StoreServer::Impl {
  public:
-  Impl(const std::string& host, std::uint16_t port, StoreServerLimits limits)
-      : limits_(limits), state_(limits.store), acceptor_(io_), accept_retry_(io_),
+  Impl(const std::string& host, std::uint16_t port, StoreServerLimits limits, const JobSecret& secret)
+      : limits_(limits), state_(limits.store), gate_("the rendezvous store", secret, auth::Channel::store, 0, limits.handshake),
+        acceptor_(io_), accept_retry_(io_),
         accept_trouble_("the rendezvous store") {
     const tcp::endpoint ep = resolve(io_, host, port);
     acceptor_.open(ep.protocol());
@@ -151,10 +153,14 @@ class StoreServer::Impl {
       }
       full_logged_ = false;
       s.set_option(tcp::no_delay(true), ec);
+      // Nothing of a connection is read as a request before it proved it belongs to the
+      // job: a stranger can neither read nor write a key.
       auto c = std::make_shared<Conn>(std::move(s), io_);
-      ++open_;
-      arm(c, limits_.first_request);
-      read(c);
+      gate_.admit(std::shared_ptr<tcp::socket>(c, &c->sock), [this, c](const auth::Bytes&) {
+        ++open_;
+        arm(c, limits_.first_request);
+        read(c);
+      });
     });
   }
 
@@ -280,6 +286,7 @@ class StoreServer::Impl {
   const StoreServerLimits limits_;
   StoreState state_;
   asio::io_context io_;
+  auth::Gate gate_;
   tcp::acceptor acceptor_;
   asio::steady_timer accept_retry_;
   sys::AcceptTrouble accept_trouble_;
@@ -293,8 +300,8 @@ class StoreServer::Impl {
   std::atomic<int> writes_in_flight_{0};
 };
 
-StoreServer::StoreServer(const std::string& host, std::uint16_t port, StoreServerLimits limits)
-    : impl_(std::make_unique<Impl>(host, port, limits)) {}
+StoreServer::StoreServer(const std::string& host, std::uint16_t port, const JobSecret& secret, StoreServerLimits limits)
+    : impl_(std::make_unique<Impl>(host, port, limits, secret)) {}
 StoreServer::~StoreServer() = default;
 std::uint16_t StoreServer::port() const { return impl_->port(); }
 std::size_t StoreServer::connections() const { return impl_->connections(); }
@@ -304,21 +311,29 @@ std::string StoreServer::trouble() const { return impl_->trouble(); }
 
 class TcpStore::Impl {
  public:
-  Impl(const std::string& host, std::uint16_t port, Clock::time_point deadline)
-      : sock_(io_), host_(host), port_(port) {
+  Impl(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret)
+      : sock_(std::make_shared<tcp::socket>(io_)), host_(host), port_(port) {
     const tcp::endpoint ep = resolve(io_, host, port);
     boost::system::error_code ec;
     for (;;) {
-      sock_.connect(ep, ec);
+      sock_->connect(ep, ec);
       if (!ec) break;
-      sock_.close();
+      sock_->close();
       if (Clock::now() > deadline)
         throw TimeoutError("cannot reach the rendezvous store at " + host + ":" +
                            std::to_string(port) + " (" + sys::describe(ec) +
                            "): is rank 0 running and STRATA_ROOT the same on every rank?");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    sock_.set_option(tcp::no_delay(true));
+    sock_->set_option(tcp::no_delay(true));
+    auth::Gate gate("rendezvous store client", secret, auth::Channel::store, 0);
+    std::string error;
+    gate.dial(sock_, {}, [&error](const std::string& e) { error = e.empty() ? "" : e; });
+    io_.run();
+    io_.restart();
+    if (!error.empty())
+      throw TransportError("the rendezvous store at " + host + ":" + std::to_string(port) + ": " + error +
+                           " (is STRATA_JOB_SECRET the same on every rank?)");
   }
 
   wire::StoreResponse call(const wire::StoreRequest& req) {
@@ -327,9 +342,9 @@ class TcpStore::Impl {
       throw InvalidArgument("rendezvous store request of " + std::to_string(out.size()) + " bytes exceeds the " +
                             std::to_string(limits_.max_request) + "-byte limit");
     boost::system::error_code ec;
-    asio::write(sock_, asio::buffer(out), ec);
+    asio::write(*sock_, asio::buffer(out), ec);
     unsigned char header[kFrameHeaderBytes];
-    if (!ec) asio::read(sock_, asio::buffer(header), ec);
+    if (!ec) asio::read(*sock_, asio::buffer(header), ec);
     std::string body;
     std::string problem;
     if (!ec) {
@@ -339,7 +354,7 @@ class TcpStore::Impl {
                   "-byte limit";
       } else {
         body.resize(n);
-        asio::read(sock_, asio::buffer(body), ec);
+        asio::read(*sock_, asio::buffer(body), ec);
       }
     }
     wire::StoreResponse resp;
@@ -353,18 +368,18 @@ class TcpStore::Impl {
     return resp;
   }
 
-  std::string local_address() const { return sock_.local_endpoint().address().to_string(); }
+  std::string local_address() const { return sock_->local_endpoint().address().to_string(); }
 
  private:
   const StoreLimits limits_;
   asio::io_context io_;
-  tcp::socket sock_;
+  std::shared_ptr<tcp::socket> sock_;
   std::string host_;
   std::uint16_t port_;
 };
 
-TcpStore::TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline)
-    : impl_(std::make_unique<Impl>(host, port, deadline)) {}
+TcpStore::TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret)
+    : impl_(std::make_unique<Impl>(host, port, deadline, secret)) {}
 TcpStore::~TcpStore() = default;
 
 void TcpStore::set(const std::string& key, const std::string& value) {

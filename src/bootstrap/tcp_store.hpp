@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "bootstrap/auth_gate.hpp"
+#include "bootstrap/job_secret.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/store_protocol.hpp"
 
@@ -23,12 +25,14 @@ struct StoreServerLimits {
   std::size_t max_buffered = 64u << 20;               // request bytes being received, all connections
   std::chrono::milliseconds first_request{30000};     // a new connection's first request, whole
   std::chrono::milliseconds frame{30000};             // any request, from its length to its last byte
+  auth::GateLimits handshake = auth::GateLimits::from_config();  // before any of that: the job's handshake
 };
 
 class StoreServer {
  public:
-  // Binds host:port (port 0 picks a free one) and serves on a thread of its own.
-  StoreServer(const std::string& host, std::uint16_t port, StoreServerLimits limits = {});
+  // Binds host:port (port 0 picks a free one) and serves on a thread of its own. Only
+  // clients that prove they know `secret` get a request read.
+  StoreServer(const std::string& host, std::uint16_t port, const JobSecret& secret, StoreServerLimits limits = {});
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -45,7 +49,8 @@ class StoreServer {
 class TcpStore : public Store, public KnowsLocalAddress {
  public:
   // Retries the connection until `deadline`: the server may start after the client.
-  TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline);
+  // Proves it knows `secret` (and checks that the server does) before any request.
+  TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret);
   ~TcpStore() override;
   void set(const std::string& key, const std::string& value) override;
   std::vector<std::string> get(const std::vector<std::string>& keys,

@@ -137,22 +137,29 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
   ensure_descriptors();
   try {
     std::shared_ptr<Store> inner = s.store;
+    if (s.secret) {
+      secret_ = *s.secret;
+    } else if (auto configured = bootstrap::JobSecret::from_config()) {
+      secret_ = *configured;
+    }
     if (!inner) {
       const auto [host, port] = bootstrap::split_host_port(s.root, "rendezvous address");
-      if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port);
-      inner = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
+      if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port, secret_);
+      inner = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret_);
     }
     bootstrap::PrefixStore store(inner, s.key_prefix);
+    if (!s.secret) secret_ = resolve_secret(store, rank_, s.store != nullptr, deadline);
     const WorldShape shape{rank_, size_, servers_};
     const double heartbeat_s = config::get(config::heartbeat_s);
     mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store),
-                                                     std::chrono::milliseconds(static_cast<long long>(heartbeat_s * 1000)));
+                                                     std::chrono::milliseconds(static_cast<long long>(heartbeat_s * 1000)),
+                                                     secret_);
     std::vector<std::string> controls;
     auto all = exchange_localities(store, shape, deadline, timeout_, mesh_->address(), &controls);
     localities_.assign(all.begin(), all.begin() + size_);
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
-    transport_ = connect_world(store, kind_, shape, all, deadline);
+    transport_ = connect_world(store, kind_, shape, all, deadline, secret_);
     connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
     build_selector(store, deadline);
   } catch (const TimeoutError& e) {
@@ -365,6 +372,7 @@ std::unique_ptr<CommImpl> CommImpl::shrink(std::span<const int> excluded_in, con
   s.size = static_cast<int>(members.size());
   s.store = std::make_shared<MeshStore>(*mesh_, members);
   s.key_prefix = prefix;
+  s.secret = secret_;
   s.options = opts;
   if (s.options.transport == TransportKind::automatic) s.options.transport = kind_;
   if (s.options.timeout.count() == 0) s.options.timeout = timeout_;

@@ -38,6 +38,7 @@ class CommImpl {
     std::string root;        // host:port of the store
     std::string key_prefix;  // separates communicators sharing one store
     bool serve_root = false; // rank 0 starts the store server itself
+    std::optional<bootstrap::JobSecret> secret;  // a UniqueId's, a shrunk parent's; else resolved
     CommOptions options;
   };
   explicit CommImpl(const Setup& s);
@@ -107,6 +108,7 @@ class CommImpl {
   std::chrono::milliseconds timeout_;
   std::size_t chunk_bytes_;
   std::unique_ptr<bootstrap::StoreServer> server_;
+  bootstrap::JobSecret secret_;  // every connection of this communicator proves it knows it
   std::vector<Locality> localities_;
   std::unique_ptr<transport::Transport> transport_;
   PeerHealth health_{rank_};

@@ -149,6 +149,7 @@ Communicator::Communicator(const UniqueId& id, int rank, int size, const CommOpt
   s.root = parsed.root;
   s.key_prefix = parsed.nonce + "/";
   s.serve_root = false;  // the process that created the id serves the store
+  s.secret = parsed.secret;
   s.options = opts;
   impl_ = std::make_unique<CommImpl>(s);
 }

@@ -113,7 +113,7 @@ void Engine::run_until(const WorkState& work) {
 void Engine::loop() {
   auto idle_since = transport::Clock::now();
   for (;;) {
-    bool have_queue, have_waiting;
+    bool have_queue, have_waiting, tick = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // A fresh operation is left to the caller who is about to wait for it: contending
@@ -125,13 +125,20 @@ void Engine::loop() {
         if (stopping_) return;
         if (transport::Clock::now() - idle_since > transport::spin()) {
           sleeping_ = true;
-          cv_.wait_for(lock, std::chrono::milliseconds(100),
-                       [this] { return !queue_.empty() || stopping_; });
+          tick = !cv_.wait_for(lock, std::chrono::milliseconds(100),
+                               [this] { return !queue_.empty() || stopping_; });
           sleeping_ = false;
           idle_since = transport::Clock::now();
-          continue;
+          if (!tick) continue;
         }
       }
+    }
+    if (tick) {
+      // Idle, the transport still answers now and then: a peer's new connection must
+      // finish the job's handshake within its deadline, whenever this rank next calls.
+      std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
+      if (exec.owns_lock()) transport_.progress();
+      continue;
     }
     if (have_queue || have_waiting) {
       // Blocks while a caller runs operations itself; no point spinning meanwhile.

@@ -12,6 +12,7 @@
 #include "bootstrap/store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "strata/communicator.hpp"
+#include "core/unique_id.hpp"
 #include "strata/errors.hpp"
 
 namespace strata {
@@ -60,9 +61,16 @@ std::string hex(const unsigned char* p, std::size_t n) {
 
 }  // namespace
 
+std::shared_ptr<Store> connect_store(const UniqueId& id, std::chrono::milliseconds timeout) {
+  const auto parsed = detail::parse_unique_id(id);
+  const auto [host, port] = bootstrap::split_host_port(parsed.root, "unique id's store address");
+  return std::make_shared<bootstrap::TcpStore>(host, port, Store::Clock::now() + timeout, parsed.secret);
+}
+
 std::shared_ptr<Store> connect_store(const std::string& address, std::chrono::milliseconds timeout) {
   const auto [host, port] = bootstrap::split_host_port(address, "store address");
-  return std::make_shared<bootstrap::TcpStore>(host, port, Store::Clock::now() + timeout);
+  return std::make_shared<bootstrap::TcpStore>(host, port, Store::Clock::now() + timeout,
+                                               bootstrap::JobSecret::from_config().value_or(bootstrap::JobSecret{}));
 }
 
 Communicator Communicator::grow(std::shared_ptr<Store> store, int new_size, const std::string& generation,

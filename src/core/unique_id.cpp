@@ -1,5 +1,7 @@
-// UniqueId: "strata1|host:port|nonce" in 128 bytes. Creating one starts a store server
-// that lives as long as the creating process, as ncclGetUniqueId's bootstrap root does.
+// UniqueId: "strata2|host:port|secret" in 128 bytes (the secret as 64 hex digits; its
+// first 16 name the communicator's keys in the store). Creating one starts a store
+// server that lives as long as the creating process, as ncclGetUniqueId's bootstrap root
+// does, and admits only clients that know the id's secret: the id is the job's key.
 #include "core/unique_id.hpp"
 
 #include <netdb.h>
@@ -8,7 +10,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <vector>
 
 #include "bootstrap/tcp_store.hpp"
@@ -19,7 +20,7 @@ namespace strata {
 
 namespace {
 
-constexpr const char* kMagic = "strata1";
+constexpr const char* kMagic = "strata2";
 
 // A non-loopback IPv4 address of this host if there is one, so ids work across hosts.
 std::string advertised_host() {
@@ -56,10 +57,11 @@ std::vector<std::unique_ptr<bootstrap::StoreServer>>& servers() {
 
 UniqueId UniqueId::create() {
   const std::string host = advertised_host();
-  auto server = std::make_unique<bootstrap::StoreServer>(host, 0);
-  std::random_device rd;
-  const std::string text = std::string(kMagic) + "|" + host + ":" + std::to_string(server->port()) +
-                           "|" + std::to_string(rd()) + std::to_string(rd());
+  const auto secret = bootstrap::JobSecret::random();
+  auto server = std::make_unique<bootstrap::StoreServer>(host, 0, secret);
+  const std::string text = std::string(kMagic) + "|" + host + ":" + std::to_string(server->port()) + "|" + secret.hex();
+  if (text.size() >= UniqueId{}.bytes.size())
+    throw InvalidArgument("UniqueId::create: the address " + host + " is too long to fit an id");
   {
     std::lock_guard<std::mutex> lock(g_servers_mu);
     servers().push_back(std::move(server));
@@ -77,9 +79,10 @@ ParsedId parse_unique_id(const UniqueId& id) {
   const std::string text(id.bytes.data(), strnlen(id.bytes.data(), id.bytes.size()));
   const auto a = text.find('|');
   const auto b = text.find('|', a == std::string::npos ? 0 : a + 1);
-  if (a == std::string::npos || b == std::string::npos || text.substr(0, a) != kMagic)
-    throw InvalidArgument("unique id: not created by UniqueId::create (or corrupted in transit)");
-  return ParsedId{text.substr(a + 1, b - a - 1), text.substr(b + 1)};
+  const auto secret = b == std::string::npos ? std::nullopt : bootstrap::JobSecret::from_hex(text.substr(b + 1));
+  if (a == std::string::npos || b == std::string::npos || text.substr(0, a) != kMagic || !secret)
+    throw InvalidArgument("unique id: not created by UniqueId::create of this strata version (or corrupted in transit)");
+  return ParsedId{text.substr(a + 1, b - a - 1), text.substr(b + 1, 16), *secret};
 }
 
 }  // namespace detail

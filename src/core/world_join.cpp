@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <mutex>
 
 #include "bootstrap.pb.h"
 #include "bootstrap/launch_env.hpp"
 #include "base/config.hpp"
+#include "base/log.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 #include "wan/routed_transport.hpp"
@@ -101,8 +103,9 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
 std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, TransportKind kind,
                                                     const WorldShape& w,
                                                     const std::vector<Locality>& localities,
-                                                    transport::Clock::time_point deadline) {
-  auto t = transport::make_transport(kind, w.me, w.size(), store, deadline);
+                                                    transport::Clock::time_point deadline,
+                                                    const bootstrap::JobSecret& secret) {
+  auto t = transport::make_transport(kind, w.me, w.size(), store, deadline, secret);
   // Peers in other regions are reached over the striped WAN link. Every process decides
   // alike: if any two processes differ in region, each has some peer elsewhere.
   std::vector<bool> remote(static_cast<std::size_t>(w.size()));
@@ -112,15 +115,38 @@ std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, Tra
                                           localities[static_cast<std::size_t>(w.me)].region;
     any_remote = any_remote || remote[static_cast<std::size_t>(r)];
   }
-  if (any_remote && config::get(config::wan_link) != 0)
-    t = std::make_unique<wan::RoutedTransport>(std::move(t), wan::make_wan_transport(w.me, w.size(), store, deadline),
+  if (any_remote && config::get(config::wan_link) != 0) {
+    auto options = wan::wan_options_from_config();
+    options.secret = secret;
+    if (!options.tls.on && w.me == 0)
+      log::warn("cross-region traffic goes over the WAN link in clear text; STRATA_WAN_TLS=1 encrypts it");
+    t = std::make_unique<wan::RoutedTransport>(std::move(t), wan::make_wan_transport(w.me, w.size(), store, deadline, options),
                                                std::move(remote));
+  }
   // Nobody may leave (and rank 0 may not stop the store) before everyone is connected.
   store.set("ready/" + std::to_string(w.me), "1");
   std::vector<std::string> keys;
   for (int r = 0; r < w.size(); ++r) keys.push_back("ready/" + std::to_string(r));
   store.get(keys, deadline);
   return t;
+}
+
+bootstrap::JobSecret resolve_secret(bootstrap::Store& store, int rank, bool shared_store,
+                                    transport::Clock::time_point deadline) {
+  if (auto configured = bootstrap::JobSecret::from_config()) return *configured;
+  if (shared_store) {
+    if (rank == 0) store.set("job-secret", bootstrap::JobSecret::random().hex());
+    const auto drawn = bootstrap::JobSecret::from_hex(store.get("job-secret", deadline));
+    if (!drawn) throw TransportError("communicator creation: the job's secret in the store is malformed");
+    return *drawn;
+  }
+  static std::once_flag warned;
+  if (rank == 0)
+    std::call_once(warned, [] {
+      log::warn("this job has no secret (STRATA_JOB_SECRET, STRATA_JOB_SECRET_FILE, or a UniqueId): any process "
+                "that reaches its ports can join it or read its rendezvous store");
+    });
+  return {};
 }
 
 }  // namespace strata::detail

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/job_secret.hpp"
 #include "bootstrap/store.hpp"
 #include "strata/communicator.hpp"
 #include "transport/transport.hpp"
@@ -37,11 +38,19 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
                                           std::vector<std::string>* controls = nullptr);
 
 // The transport to every process (routed over the WAN link for other regions when
-// STRATA_WAN_LINK allows), after everyone has connected.
+// STRATA_WAN_LINK allows), after everyone has connected; every connection proves it
+// knows `secret`.
 std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, TransportKind kind,
                                                     const WorldShape& w,
                                                     const std::vector<Locality>& localities,
-                                                    transport::Clock::time_point deadline);
+                                                    transport::Clock::time_point deadline,
+                                                    const bootstrap::JobSecret& secret);
+
+// The job's secret when none was handed in: STRATA_JOB_SECRET(_FILE); else, with a
+// store the caller brought (which the caller trusts), one rank 0 draws and shares there
+// (`shared_store`); else the open key, and rank 0 warns that anyone can join.
+bootstrap::JobSecret resolve_secret(bootstrap::Store& store, int rank, bool shared_store,
+                                    transport::Clock::time_point deadline);
 
 // STRATA_SERVERS, checked.
 int configured_servers();

@@ -23,11 +23,12 @@ ServerStats serve(const ServerOptions& o) {
   const auto deadline = transport::Clock::now() + timeout;
   log::set_rank(o.workers + o.index);
   const auto [host, port] = bootstrap::split_host_port(o.root, "rendezvous address");
-  auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline);
+  const auto secret = bootstrap::JobSecret::from_config().value_or(bootstrap::JobSecret{});
+  auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret);
   bootstrap::PrefixStore store(tcp_store, "strata/");
   const detail::WorldShape w{o.workers + o.index, o.workers, o.servers};
   const auto localities = detail::exchange_localities(store, w, deadline, timeout);
-  auto t = detail::connect_world(store, kind, w, localities, deadline);
+  auto t = detail::connect_world(store, kind, w, localities, deadline, secret);
   transport::set_spin(std::chrono::microseconds(config::get(config::spin_us)));
   log::info("dedicated server " + std::to_string(o.index) + " of " + std::to_string(o.servers) + " serving " +
             std::to_string(o.workers) + " workers over " + t->name());

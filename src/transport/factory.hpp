@@ -5,21 +5,23 @@
 
 #include <memory>
 
+#include "bootstrap/job_secret.hpp"
 #include "bootstrap/store.hpp"
 #include "strata/options.hpp"
 #include "transport/transport.hpp"
 
 namespace strata::transport {
 
+// The TCP transport admits only connections that prove they know `secret`.
 std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline);
+                                              Clock::time_point deadline, const bootstrap::JobSecret& secret);
 std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
                                               Clock::time_point deadline);
 
 inline std::unique_ptr<Transport> make_transport(TransportKind kind, int rank, int size,
-                                                 bootstrap::Store& store,
-                                                 Clock::time_point deadline) {
-  return kind == TransportKind::tcp ? make_tcp_transport(rank, size, store, deadline)
+                                                 bootstrap::Store& store, Clock::time_point deadline,
+                                                 const bootstrap::JobSecret& secret) {
+  return kind == TransportKind::tcp ? make_tcp_transport(rank, size, store, deadline, secret)
                                     : make_ucx_transport(rank, size, store, deadline);
 }
 

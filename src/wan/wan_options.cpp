@@ -27,6 +27,7 @@ WanOptions wan_options_from_config() {
   o.unexpected_bytes = static_cast<std::size_t>(config::get(config::unexpected_bytes));
   const double timeout_s = config::get(config::timeout_s);
   o.reconnect_for = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
+  o.tls = TlsSettings::from_config();
   return o;
 }
 

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstddef>
 
+#include "bootstrap/job_secret.hpp"
 #include "wan/emulation.hpp"
+#include "wan/tls.hpp"
 
 namespace strata::wan {
 
@@ -22,9 +24,14 @@ struct WanOptions {
   // message that does not fit stalls its stream until its receive is posted.
   std::size_t unexpected_bytes = std::size_t{1} << 30;
   Emulation emulation;
+  // Streams prove they belong to the job with its secret; with tls.on they also run
+  // inside TLS 1.3 (keyed by certificates, else by the secret).
+  bootstrap::JobSecret secret;
+  TlsSettings tls;
 };
 
-// Reads STRATA_WAN_* (throws InvalidArgument naming a bad variable).
+// Reads STRATA_WAN_* and STRATA_TLS_* (throws InvalidArgument naming a bad variable);
+// the secret is the caller's to set.
 WanOptions wan_options_from_config();
 
 }  // namespace strata::wan

@@ -13,7 +13,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
-constexpr std::uint32_t kHelloMagic = 0x5354524E;  // "STRN"
 constexpr std::size_t kReadBuffer = 256 << 10;
 constexpr std::size_t kDirectRead = 64 << 10;  // payload left beyond this skips the buffer
 constexpr std::uint32_t kMaxStripe = 64u << 20;
@@ -23,21 +22,26 @@ void WanTransport::accept() {
   net_.accept([this](tcp::socket s) {
     boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
-    read_hello(std::make_shared<Socket>(std::move(s)));
+    read_hello(std::make_shared<Socket>(std::move(s), tls_ ? &tls_->get() : nullptr));
   });
 }
 
 void WanTransport::read_hello(SocketPtr sock) {
-  auto hello = std::make_shared<std::array<std::uint32_t, 4>>();
-  asio::async_read(*sock, asio::buffer(*hello), [this, sock, hello](boost::system::error_code ec, std::size_t) {
-    const auto& h = *hello;
-    if (ec || aborted() || h[0] != kHelloMagic || h[1] >= static_cast<std::uint32_t>(size()) ||
-        h[2] >= static_cast<std::uint32_t>(opt_.streams))
-      return;  // not one of ours: drop it
-    const int peer = static_cast<int>(h[1]), s = static_cast<int>(h[2]);
-    auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-    // A new connection for a stream replaces the old one: the sender saw it break.
+  gate_.admit(sock, [this, sock](const bootstrap::auth::Bytes& payload) {
+    std::uint32_t h[2];
+    std::memcpy(h, payload.data(), sizeof h);
     boost::system::error_code ignored;
+    if (aborted()) return sock->close(ignored);
+    if (h[0] >= static_cast<std::uint32_t>(size()) || h[1] >= static_cast<std::uint32_t>(opt_.streams)) {
+      gate_.refuse(bootstrap::auth::Gate::peer_of(*sock), "it claims rank " + std::to_string(h[0]) + ", stream " +
+                   std::to_string(h[1]) + " (this link has " + std::to_string(size()) + " ranks, " +
+                   std::to_string(opt_.streams) + " streams per peer)");
+      return sock->close(ignored);
+    }
+    const int peer = static_cast<int>(h[0]), s = static_cast<int>(h[1]);
+    auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+    // A new connection for a stream replaces the old one: the sender saw it break (and
+    // proved itself again: only a member of the job can cut a stream this way).
     if (st.sock) st.sock->close(ignored);
     st.sock = sock;
     st.rbuf.resize(kReadBuffer);

@@ -14,7 +14,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
-constexpr std::uint32_t kHelloMagic = 0x5354524E;  // "STRN"
 constexpr std::size_t kMaxBatch = 16;               // frames per gathered write
 
 // A frame acknowledged: its send completes with its last stripe.
@@ -42,7 +41,7 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
     if (st.sock || o.departing || (o.pending.empty() && st.q.empty())) continue;
     if (st.down && now - st.down_since > opt_.reconnect_for)
       return fail_peer(peer, "stream " + std::to_string(s) + " could not be restored within " +
-                                 std::to_string(opt_.reconnect_for.count()) + " ms");
+                                 std::to_string(opt_.reconnect_for.count()) + " ms (last: " + st.last_error + ")");
     if (now >= st.retry_at) connect(peer, static_cast<int>(s));
     else next_due_ = std::min(next_due_, st.retry_at);
   }
@@ -89,31 +88,36 @@ void WanTransport::schedule(int peer) {
 
 void WanTransport::connect(int peer, int s) {
   auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-  const auto sock = std::make_shared<Socket>(net_.io());
+  const auto sock = std::make_shared<Socket>(net_.io(), tls_ ? &tls_->get() : nullptr);
   st.sock = sock;
   const auto [host, port] = bootstrap::split_host_port(net_.peer_address(peer),
                                                       "address of rank " + std::to_string(peer));
   boost::system::error_code ec;
   const tcp::endpoint ep(asio::ip::make_address(host, ec), port);
   if (ec) return fail_peer(peer, "bad address " + net_.peer_address(peer));
-  sock->open(ep.protocol(), ec);
+  auto& raw = sock->lowest_layer();
+  raw.open(ep.protocol(), ec);
   // Before connecting, so the window scale negotiated in the handshake allows them.
-  sock->set_option(asio::socket_base::send_buffer_size(opt_.socket_buffer), ec);
-  sock->set_option(asio::socket_base::receive_buffer_size(opt_.socket_buffer), ec);
-  sock->async_connect(ep, [this, peer, s, sock](boost::system::error_code ec) {
+  raw.set_option(asio::socket_base::send_buffer_size(opt_.socket_buffer), ec);
+  raw.set_option(asio::socket_base::receive_buffer_size(opt_.socket_buffer), ec);
+  raw.async_connect(ep, [this, peer, s, sock](boost::system::error_code ec) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
     if (ec) return break_outbound(peer, s, "cannot connect to " + net_.peer_address(peer) + ": " + sys::describe(ec));
-    sock->set_option(tcp::no_delay(true), ec);
-    const std::array<std::uint32_t, 4> hello{kHelloMagic, static_cast<std::uint32_t>(rank_),
-                                             static_cast<std::uint32_t>(s), 0};
-    count(wire_sent_, asio::write(*sock, asio::buffer(hello), ec));
-    if (ec) return break_outbound(peer, s, "handshake failed: " + ec.message());
-    t.connected = true;
-    if (t.q.empty()) t.down = false;
-    read_ack(peer, s);
-    write(peer, s);  // resends whatever is unacknowledged
-    schedule(peer);
+    sock->lowest_layer().set_option(tcp::no_delay(true), ec);
+    const std::uint32_t h[2] = {static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(s)};
+    bootstrap::auth::Bytes payload(sizeof h);
+    std::memcpy(payload.data(), h, sizeof h);
+    gate_.dial(sock, std::move(payload), [this, peer, s, sock](const std::string& error) {
+      auto& u = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+      if (sock != u.sock) return;
+      if (!error.empty()) return break_outbound(peer, s, error);
+      u.connected = true;
+      if (u.q.empty()) u.down = false;
+      read_ack(peer, s);
+      write(peer, s);  // resends whatever is unacknowledged
+      schedule(peer);
+    });
   });
 }
 
@@ -221,6 +225,7 @@ void WanTransport::break_outbound(int peer, int s, const std::string& why) {
   boost::system::error_code ec;
   if (st.sock) st.sock->close(ec);
   st.sock.reset();
+  st.last_error = why;
   if (st.connected) ++reconnects_;
   st.connected = false;
   st.writing = false;

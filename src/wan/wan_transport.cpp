@@ -14,6 +14,8 @@ using asio::ip::tcp;
 WanTransport::WanTransport(int rank, int size, const std::string& bind_host, WanOptions options)
     : AsioTransport("wan transport", rank, bind_host, options.socket_buffer),
       opt_(std::move(options)),
+      tls_(opt_.tls.on ? std::make_unique<TlsContext>(opt_.tls, opt_.secret) : nullptr),
+      gate_("wan link of rank " + std::to_string(rank), opt_.secret, bootstrap::auth::Channel::wan, 8),
       out_(static_cast<std::size_t>(size)),
       in_(static_cast<std::size_t>(size)),
       rng_(std::random_device{}() ^ static_cast<std::uint64_t>(rank)) {
@@ -219,11 +221,10 @@ void WanTransport::say_goodbye() {
   // without blocking: a full socket buffer means the peer will see the close instead.
   auto send = [&](const SocketPtr& sock, const EncodedHeader& bye, const EncodedHeader* ack) {
     boost::system::error_code ec;
-    sock->non_blocking(true, ec);
-    if (ec) return;
     std::array<boost::asio::const_buffer, 2> bufs{boost::asio::buffer(bye), boost::asio::buffer(bye)};
     if (ack) bufs[0] = boost::asio::buffer(*ack);
-    count(wire_sent_, sock->write_some(ack ? std::span(bufs) : std::span(bufs).first(1), ec));
+    const auto some = ack ? std::span<const boost::asio::const_buffer>(bufs) : std::span<const boost::asio::const_buffer>(bufs).first(1);
+    count(wire_sent_, sock->try_write(some, ec));
   };
   for (std::size_t p = 0; p < out_.size(); ++p) {
     // Tells the peer how many messages to expect from us in all, so it can fail a

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/auth_gate.hpp"
 #include "bootstrap/store.hpp"
 #include "base/asio.hpp"
 #include "transport/asio_transport.hpp"
@@ -38,6 +39,8 @@
 #include "wan/frame.hpp"
 #include "wan/stream_core.hpp"
 #include "wan/wan_options.hpp"
+#include "wan/wan_socket.hpp"
+#include "wan/tls.hpp"
 
 namespace strata::wan {
 
@@ -93,7 +96,7 @@ class WanTransport : public transport::AsioTransport {
   transport::TrafficCounters traffic() const override;
 
  private:
-  using Socket = boost::asio::ip::tcp::socket;
+  using Socket = WanSocket;
   using SocketPtr = std::shared_ptr<Socket>;
   using ReqPtr = std::shared_ptr<WanRequest>;
 
@@ -117,6 +120,7 @@ class WanTransport : public transport::AsioTransport {
     int failures = 0;
     Clock::time_point retry_at{}, down_since{};
     bool down = false;
+    std::string last_error;  // why it last broke, for the error once it cannot be restored
     // The peer said goodbye on this stream, or it closed after a goodbye on another:
     // no acknowledgement can come on it any more, and it is not reconnected.
     bool farewell = false;
@@ -243,6 +247,8 @@ class WanTransport : public transport::AsioTransport {
   }
 
   WanOptions opt_;
+  std::unique_ptr<TlsContext> tls_;  // null: streams in clear text
+  bootstrap::auth::Gate gate_;        // every stream, in and out, proves it belongs to the job
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   Clock::time_point next_due_ = Clock::time_point::max();

@@ -6,8 +6,8 @@
 namespace strata::transport {
 
 std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline) {
-  auto t = std::make_unique<tcp::TcpTransport>(rank, size, listen_host(store),
+                                              Clock::time_point deadline, const bootstrap::JobSecret& secret) {
+  auto t = std::make_unique<tcp::TcpTransport>(rank, size, listen_host(store), secret,
                                                static_cast<std::size_t>(config::get(config::unexpected_bytes)));
   t->set_peer_addresses(exchange_addresses(store, "tcp", rank, size, t->address(), deadline));
   return t;

@@ -15,13 +15,14 @@ using asio::ip::tcp;
 
 namespace {
 
-constexpr std::uint32_t kHelloMagic = 0x53545254;  // "STRT"
 constexpr std::size_t kMaxBatch = 64;               // frames per writev
 
 }  // namespace
 
-TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host, std::size_t unexpected_budget)
+TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host, const bootstrap::JobSecret& secret,
+                           std::size_t unexpected_budget)
     : AsioTransport("tcp transport", rank, bind_host),
+      gate_("tcp transport of rank " + std::to_string(rank), secret, bootstrap::auth::Channel::tcp, 4),
       out_(size),
       in_(size),
       unexpected_budget_(unexpected_budget) {
@@ -50,11 +51,18 @@ void TcpTransport::accept() {
 }
 
 void TcpTransport::read_hello(std::shared_ptr<tcp::socket> s) {
-  auto hello = std::make_shared<std::array<std::uint32_t, 2>>();
-  asio::async_read(*s, asio::buffer(*hello), [this, s, hello](auto ec, std::size_t) {
-    const int peer = static_cast<int>((*hello)[1]);
-    if (ec || (*hello)[0] != kHelloMagic || peer < 0 || peer >= size() || in_[peer].sock)
-      return;  // not one of ours, or a duplicate: drop it
+  gate_.admit(s, [this, s](const bootstrap::auth::Bytes& payload) {
+    std::uint32_t claimed = 0;
+    std::memcpy(&claimed, payload.data(), sizeof claimed);
+    const int peer = static_cast<int>(claimed);
+    boost::system::error_code ec;
+    if (claimed >= static_cast<std::uint32_t>(size()) || in_[peer].sock) {
+      // It knows the secret, so it is one of ours confused (a restarted process?): say so.
+      gate_.refuse(bootstrap::auth::Gate::peer_of(*s), "it claims rank " + std::to_string(claimed) +
+                   (claimed >= static_cast<std::uint32_t>(size()) ? ", which does not exist" : ", which is connected already"));
+      s->close(ec);
+      return;
+    }
     in_[peer].sock = std::make_unique<tcp::socket>(std::move(*s));
     pump(peer);
   });
@@ -125,7 +133,7 @@ RequestPtr TcpTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
 
 void TcpTransport::connect(int peer) {
   auto& out = out_[peer];
-  out.sock = std::make_unique<tcp::socket>(net_.io());
+  out.sock = std::make_shared<tcp::socket>(net_.io());
   const auto [host, port] = bootstrap::split_host_port(net_.peer_address(peer), "address of rank " + std::to_string(peer));
   boost::system::error_code ec;
   const tcp::endpoint ep(asio::ip::make_address(host, ec), port);
@@ -134,12 +142,15 @@ void TcpTransport::connect(int peer) {
     auto& o = out_[peer];
     if (ec) return fail_outbound(peer, "cannot connect to " + net_.peer_address(peer) + ": " + sys::describe(ec));
     o.sock->set_option(tcp::no_delay(true), ec);
-    const std::array<std::uint32_t, 2> hello{kHelloMagic, static_cast<std::uint32_t>(rank_)};
-    asio::write(*o.sock, asio::buffer(hello), ec);
-    if (ec) return fail_outbound(peer, "handshake failed: " + ec.message());
-    o.connected = true;
-    watch(peer);
-    flush(peer);
+    const auto me = static_cast<std::uint32_t>(rank_);
+    bootstrap::auth::Bytes payload(sizeof me);
+    std::memcpy(payload.data(), &me, sizeof me);
+    gate_.dial(o.sock, std::move(payload), [this, peer](const std::string& error) {
+      if (!error.empty()) return fail_outbound(peer, error);
+      out_[peer].connected = true;
+      watch(peer);
+      flush(peer);
+    });
   });
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/asio.hpp"
+#include "bootstrap/auth_gate.hpp"
 #include "transport/asio_transport.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/tcp/tcp_request.hpp"
@@ -31,7 +32,8 @@ struct Unexpected;
 class TcpTransport : public AsioTransport {
  public:
   // Listens on bind_host at once; peers' addresses come later, before the first send.
-  TcpTransport(int rank, int size, const std::string& bind_host,
+  // Every connection proves it knows `secret` before it may carry a frame.
+  TcpTransport(int rank, int size, const std::string& bind_host, const bootstrap::JobSecret& secret,
                std::size_t unexpected_budget = std::size_t{1} << 30);
   ~TcpTransport() override;
 
@@ -49,7 +51,7 @@ class TcpTransport : public AsioTransport {
     std::uint64_t bytes;
   };
   struct Outbound {
-    std::unique_ptr<boost::asio::ip::tcp::socket> sock;
+    std::shared_ptr<boost::asio::ip::tcp::socket> sock;
     bool connected = false;
     bool writing = false;
     std::string failed;
@@ -96,6 +98,7 @@ class TcpTransport : public AsioTransport {
   void apply_abort();
   void close_sockets();
 
+  bootstrap::auth::Gate gate_;  // inbound connections must pass it; outbound ones prove themselves
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   std::vector<int> dirty_;
