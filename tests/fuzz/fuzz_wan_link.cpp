@@ -4,8 +4,9 @@
 //          explores everything behind the checks), else the bytes go to the socket raw
 //   bit 1  the transport sends a message to the fuzzer, which answers on the stream the
 //          transport opened with acknowledgements and goodbyes; else the fuzzer sends
-//          data frames after a hello
+//          data frames after proving itself (the job's handshake) as rank 1
 //   bit 2  a receive is posted first;  bit 3  emulated delay of 1 ms
+//   bit 4  inbound, the fuzzer is a stranger: its bytes meet the job's handshake
 // Nothing may crash, hang, or allocate what a frame header claims.
 #include <chrono>
 #include <cstddef>
@@ -92,8 +93,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (int i = 0; i < 400 && fds.size() < 2; ++i) {
       t.progress();
       const int fd = ::accept(listener, nullptr, nullptr);
-      if (fd >= 0) fds.push_back(fd);
-      else t.wait_event(std::chrono::microseconds(20));
+      if (fd < 0) {
+        t.wait_event(std::chrono::microseconds(20));
+        continue;
+      }
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      if (fuzz::answer_as_listener(fd, bootstrap::auth::Channel::wan, 8, [&] { t.progress(); })) fds.push_back(fd);
+      else fuzz::close_hard(fd);
     }
     ::close(listener);
     drive(t, 200);
@@ -109,9 +115,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const int fd = fuzz::connect_to(t.address());
     if (fd < 0) return 0;
     fds.push_back(fd);
-    if (flags & 1) {
-      const std::uint32_t hello[4] = {0x5354524E, 1, static_cast<std::uint32_t>(data[1] & 1), 0};
-      fuzz::write_all(fd, hello, sizeof hello);
+    if (!(flags & 16)) {
+      const std::uint32_t who[2] = {1, static_cast<std::uint32_t>(data[1] & 1)};
+      bootstrap::auth::Bytes payload(sizeof who);
+      std::memcpy(payload.data(), who, sizeof who);
+      if (!fuzz::prove_as_dialer(fd, bootstrap::auth::Channel::wan, payload, [&] { t.progress(); })) wire.clear();
     }
     fuzz::write_all(fd, wire.data(), wire.size());
   }

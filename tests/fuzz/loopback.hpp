@@ -13,7 +13,13 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <poll.h>
+
+#include <array>
+#include <optional>
 #include <string>
+
+#include "bootstrap/handshake.hpp"
 
 namespace strata::fuzz {
 
@@ -69,6 +75,46 @@ inline void drain(int fd) {
   char buf[4096];
   while (::recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
   }
+}
+
+// Reads exactly n bytes, calling pump() (the transport's progress) while none are
+// waiting; false when the peer closes or nothing comes within a bounded number of tries.
+template <class Pump>
+bool read_exact(int fd, unsigned char* p, std::size_t n, Pump pump) {
+  for (int tries = 0; n > 0 && tries < 20000; ++tries) {
+    pollfd pf{fd, POLLIN, 0};
+    if (::poll(&pf, 1, 0) <= 0) {
+      pump();
+      continue;
+    }
+    const ssize_t r = ::recv(fd, p, n, 0);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return n == 0;
+}
+
+// The job's handshake (open secret, as the transports under test have) from either side,
+// so the fuzzer's bytes reach what lies behind it.
+template <class Pump>
+bool prove_as_dialer(int fd, bootstrap::auth::Channel ch, bootstrap::auth::Bytes payload, Pump pump) {
+  bootstrap::auth::Dialer d({}, ch, std::move(payload));
+  if (!write_all(fd, d.hello().data(), d.hello().size())) return false;
+  std::array<unsigned char, bootstrap::auth::kChallengeBytes> challenge{};
+  if (!read_exact(fd, challenge.data(), challenge.size(), pump)) return false;
+  const auto proof = d.answer(challenge);
+  return proof && write_all(fd, proof->data(), proof->size());
+}
+template <class Pump>
+bool answer_as_listener(int fd, bootstrap::auth::Channel ch, std::size_t payload_bytes, Pump pump) {
+  bootstrap::auth::Acceptor a({}, ch, payload_bytes);
+  std::array<unsigned char, bootstrap::auth::kHelloBytes> hello{};
+  if (!read_exact(fd, hello.data(), hello.size(), pump)) return false;
+  const auto challenge = a.challenge(hello);
+  if (!challenge || !write_all(fd, challenge->data(), challenge->size())) return false;
+  bootstrap::auth::Bytes proof(a.proof_bytes());
+  return read_exact(fd, proof.data(), proof.size(), pump) && a.verify(proof).has_value();
 }
 
 inline void close_hard(int fd) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bootstrap.pb.h"
+#include "bootstrap/handshake.hpp"
 #include "bootstrap/store_protocol.hpp"
 #include "handle.hpp"
 #include "collectives/ps_protocol.hpp"
@@ -63,18 +64,33 @@ void store_seeds() {
                                           store_frame(R::SET, {"k"}, "b") + store_frame(R::GET, {"k", "k", "k"}));
 }
 
-// TCP transport: flags byte, hello (magic, rank 1), then frames of (tag, bytes) + payload.
+// A well-formed hello of the job's handshake, from a dialer that guessed the secret.
+Bytes stranger_hello(bootstrap::auth::Channel ch) {
+  bootstrap::auth::Dialer d(bootstrap::JobSecret::from_text("a guess"), ch, {});
+  return Bytes(reinterpret_cast<const char*>(d.hello().data()), d.hello().size());
+}
+
+// The handshake target: selector byte (channel, payload size), hello, proof, challenge.
+void handshake_seeds() {
+  using bootstrap::auth::Channel;
+  seed("handshake", "tcp_hello", Bytes(1, '\x21') + stranger_hello(Channel::tcp) + Bytes(36, 'p') + Bytes(48, 'c'));
+  seed("handshake", "store_hello", Bytes(1, '\x00') + stranger_hello(Channel::store) + Bytes(32, 'p'));
+  seed("handshake", "short", Bytes(1, '\x42') + stranger_hello(Channel::wan).substr(0, 10));
+}
+
+// TCP transport: flags byte, then frames of (tag, bytes) + payload (the harness proves
+// itself first); with flag 8, bytes for the job's handshake as a stranger sends them.
 Bytes tcp_frame(std::uint64_t tag, const std::string& payload) {
   return raw(tag) + raw(static_cast<std::uint64_t>(payload.size())) + payload;
 }
 
 void tcp_seeds() {
-  const Bytes hello = raw(std::uint32_t{0x53545254}) + raw(std::uint32_t{1});
-  seed("tcp_transport", "matched", Bytes(1, '\x07') + hello + tcp_frame(0, "") + tcp_frame(1, "hello") +
+  seed("tcp_transport", "matched", Bytes(1, '\x07') + tcp_frame(0, "") + tcp_frame(1, "hello") +
                                        tcp_frame(2, std::string(1000, 'x')));
-  seed("tcp_transport", "unexpected", Bytes(1, '\x00') + hello + tcp_frame(9, "abc") + tcp_frame(9, "defg"));
-  seed("tcp_transport", "truncated", Bytes(1, '\x02') + hello + tcp_frame(1, std::string(200, 'y')));
-  seed("tcp_transport", "huge_header", Bytes(1, '\x05') + hello + raw(std::uint64_t{3}) + raw(std::uint64_t{1} << 40));
+  seed("tcp_transport", "unexpected", Bytes(1, '\x00') + tcp_frame(9, "abc") + tcp_frame(9, "defg"));
+  seed("tcp_transport", "truncated", Bytes(1, '\x02') + tcp_frame(1, std::string(200, 'y')));
+  seed("tcp_transport", "huge_header", Bytes(1, '\x05') + raw(std::uint64_t{3}) + raw(std::uint64_t{1} << 40));
+  seed("tcp_transport", "stranger", Bytes(1, '\x08') + stranger_hello(bootstrap::auth::Channel::tcp) + Bytes(36, '\x01'));
 }
 
 // WAN link, sealed mode: selector, kind, length, seq, msg_id, offset, total, tag (49 bytes).
@@ -98,16 +114,16 @@ void wan_seeds() {
   seed("wan_link", "acks", Bytes("\x03\x00", 2) + wan_record(1, 0, 1, 0, 0, 0, 0) + wan_record(1, 0, 2, 0, 0, 0, 0) +
                                wan_record(1, 0, 1, 0, 0, 0, 0) + wan_record(2, 0, 0, 0, 0, 0, 0));
   seed("wan_link", "acks_delayed", Bytes("\x0b\x00", 2) + wan_record(1, 0, 1, 0, 0, 0, 0) + wan_record(2, 0, 0, 1, 0, 0, 0));
-  // Raw mode: a hello and one frame sealed here.
+  // Raw mode: one frame sealed here, after the harness proved itself.
   wan::FrameHeader h;
   h.kind = wan::FrameKind::data;
   h.length = 4;
   h.seq = 1;
   h.total = 4;
   const auto header = wan::seal(h, wan::crc32c("data", 4));
-  const std::uint32_t hello[4] = {0x5354524E, 1, 0, 0};
-  seed("wan_link", "raw", Bytes("\x04", 1) + Bytes(reinterpret_cast<const char*>(hello), sizeof hello) +
-                              Bytes(reinterpret_cast<const char*>(header.data()), header.size()) + "data");
+  seed("wan_link", "raw", Bytes("\x04\x00", 2) + Bytes(reinterpret_cast<const char*>(header.data()), header.size()) + "data");
+  // A stranger: a hello for the WAN link, then a proof made with a secret it guessed.
+  seed("wan_link", "stranger", Bytes("\x10\x00", 2) + stranger_hello(bootstrap::auth::Channel::wan) + Bytes(40, '\x02'));
 }
 
 void codec_seeds() {
@@ -227,6 +243,7 @@ int main(int argc, char** argv) {
   }
   root = argv[1];
   store_seeds();
+  handshake_seeds();
   tcp_seeds();
   wan_seeds();
   codec_seeds();
