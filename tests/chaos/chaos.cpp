@@ -221,7 +221,7 @@ double median(std::vector<double> v) {
 
 int driver(const Options& o) {
   auto* board = new (::mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) Board;
-  strata::bootstrap::StoreServer server("127.0.0.1", 0);  // outlives every worker
+  strata::bootstrap::StoreServer server("127.0.0.1", 0, {});  // outlives every worker
   const std::string root = "127.0.0.1:" + std::to_string(server.port());
   std::mt19937 rng(o.seed);
   std::map<pid_t, int> alive;  // pid -> worker id

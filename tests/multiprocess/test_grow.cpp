@@ -19,12 +19,11 @@ using namespace std::chrono_literals;
 
 TEST(Grow, ThreeRanksGrowToFourAndTheJoinerGetsTheModel) {
   const UniqueId id = UniqueId::create();  // the store lives in this process, not in a rank
-  const std::string root = id.root();
   auto rs = fork_ranks(4, 90s, [&](int p) {
     CommOptions o;
     o.transport = TransportKind::tcp;
     o.timeout = 30s;
-    auto store = connect_store(root);
+    auto store = connect_store(id);
     std::vector<double> model(100003, 0.0);
     if (p < 3) {
       Communicator three(store, p, 3, o);
@@ -66,12 +65,11 @@ TEST(Grow, ThreeRanksGrowToFourAndTheJoinerGetsTheModel) {
 
 TEST(Grow, RanksThatDisagreeOnTheNewSizeFail) {
   const UniqueId id = UniqueId::create();
-  const std::string root = id.root();
   auto rs = fork_ranks(2, 60s, [&](int p) {
     CommOptions o;
     o.transport = TransportKind::tcp;
     o.timeout = 10s;
-    auto store = connect_store(root);
+    auto store = connect_store(id);
     Communicator two(store, p, 2, o);
     try {
       two.grow(store, p == 0 ? 3 : 4, "grow-x", o);

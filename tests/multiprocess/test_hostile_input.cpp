@@ -2,7 +2,8 @@
 // the library found it: flood the rendezvous store, announce absurd lengths on the
 // transports, and exhaust file descriptors. Each case bounds the victim's memory or
 // names the problem, where before it took a gigabyte, killed the job, or timed out with
-// the wrong culprit.
+// the wrong culprit. A stranger is turned away at the job's handshake
+// (test_job_auth.cpp), so the peers here know the job's secret: a member gone wrong.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -25,6 +26,7 @@
 #include "bootstrap/tcp_store.hpp"
 #include "base/asio.hpp"
 #include "fork_ranks.hpp"
+#include "job_handshake.hpp"
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
 #include "transport/factory.hpp"
@@ -81,7 +83,7 @@ class ServerProcess {
     pid_ = ::fork();
     if (pid_ == 0) {
       ::close(fds[0]);
-      bootstrap::StoreServer server("127.0.0.1", 0, limits);
+      bootstrap::StoreServer server("127.0.0.1", 0, {}, limits);
       const std::uint16_t port = server.port();
       if (::write(fds[1], &port, sizeof port) != sizeof port) ::_exit(1);
       ::pause();  // serves on its own thread until killed
@@ -115,22 +117,26 @@ TEST(HostileInput, StoreFloodKeepsRankZerosMemoryBounded) {
   ServerProcess server;  // the default limits
   ASSERT_NE(server.port(), 0);
   asio::io_context io;
-  bootstrap::TcpStore client("127.0.0.1", server.port(), Clock::now() + 10s);
+  bootstrap::TcpStore client("127.0.0.1", server.port(), Clock::now() + 10s, {});
   client.set("before", "1");
   std::this_thread::sleep_for(200ms);
   const std::size_t at_rest = rss_of(server.pid());
 
   std::vector<std::unique_ptr<tcp::socket>> announced, stalled, values;
-  for (int i = 0; i < 16; ++i) {
+  const auto member = [&] {
     auto s = std::make_unique<tcp::socket>(io);
     s->connect(server.endpoint());
+    prove(*s, {}, bootstrap::auth::Channel::store);
+    return s;
+  };
+  for (int i = 0; i < 16; ++i) {
+    auto s = member();
     asio::write(*s, asio::buffer(le32(64u << 20)));
     announced.push_back(std::move(s));
   }
   const std::string mib(1u << 20, 'x');
   for (int i = 0; i < 16; ++i) {
-    auto s = std::make_unique<tcp::socket>(io);
-    s->connect(server.endpoint());
+    auto s = member();
     asio::write(*s, asio::buffer(le32(4u << 20)));
     asio::write(*s, asio::buffer(mib));
     stalled.push_back(std::move(s));
@@ -140,8 +146,7 @@ TEST(HostileInput, StoreFloodKeepsRankZerosMemoryBounded) {
     req.set_op(bootstrap::wire::StoreRequest::SET);
     req.add_keys("big" + std::to_string(i));
     req.set_value(std::string(60u << 20, 'v'));
-    auto s = std::make_unique<tcp::socket>(io);
-    s->connect(server.endpoint());
+    auto s = member();
     boost::system::error_code ec;  // the server may close before all of it is written
     const std::string body = req.SerializeAsString();
     asio::write(*s, asio::buffer(le32(static_cast<std::uint32_t>(body.size())) + body), ec);
@@ -168,24 +173,34 @@ TEST(HostileInput, StoreFloodKeepsRankZerosMemoryBounded) {
 }
 
 // Connections that never finish a request are closed after the server's deadline, and
-// beyond the connection cap new ones are closed at once; the listener keeps serving.
+// beyond the connection cap new ones are closed at once; the listener keeps serving. The
+// same holds one step earlier for connections that have not finished the job's handshake:
+// they own nothing, are closed at the handshake's deadline, and are capped on their own.
 TEST(HostileInput, StoreDropsIdleAndExcessConnections) {
   bootstrap::StoreServerLimits limits;
   limits.first_request = 500ms;
   limits.max_connections = 8;
+  limits.handshake.deadline = 500ms;
+  limits.handshake.max_pending = 8;
   ServerProcess server(limits);
   asio::io_context io;
-  std::vector<std::unique_ptr<tcp::socket>> idle;
+  std::vector<std::unique_ptr<tcp::socket>> idle, silent;
   for (int i = 0; i < 8; ++i) {
     idle.push_back(std::make_unique<tcp::socket>(io));
     idle.back()->connect(server.endpoint());
+    prove(*idle.back(), {}, bootstrap::auth::Channel::store);
+  }
+  for (int i = 0; i < 8; ++i) {
+    silent.push_back(std::make_unique<tcp::socket>(io));
+    silent.back()->connect(server.endpoint());
   }
   std::this_thread::sleep_for(100ms);
   tcp::socket extra(io);
   extra.connect(server.endpoint());
-  EXPECT_TRUE(closed_by_peer(extra, 300ms)) << "a connection beyond the cap of 8 was kept";
+  EXPECT_TRUE(closed_by_peer(extra, 300ms)) << "a ninth pending handshake was kept";
   for (auto& s : idle) EXPECT_TRUE(closed_by_peer(*s, 5s)) << "a silent connection outlived its deadline";
-  bootstrap::TcpStore client("127.0.0.1", server.port(), Clock::now() + 10s);
+  for (auto& s : silent) EXPECT_TRUE(closed_by_peer(*s, 5s)) << "a half-open handshake outlived its deadline";
+  bootstrap::TcpStore client("127.0.0.1", server.port(), Clock::now() + 10s, {});
   client.set("after", "ok");
   EXPECT_EQ(client.get("after", Clock::now() + 5s), "ok");
 }
@@ -207,8 +222,7 @@ void oversized_announcement(TransportKind kind, bool wan) {
       tcp::socket s(io);
       s.connect({asio::ip::make_address(host), port});
       if (wan) {
-        const std::array<std::uint32_t, 4> hello{0x5354524E, 1, 0, 0};
-        asio::write(s, asio::buffer(hello));
+        prove(s, {}, bootstrap::auth::Channel::wan, stream_payload(1, 0));
         wan::FrameHeader h;
         h.kind = wan::FrameKind::data;
         h.length = 64u << 10;
@@ -218,8 +232,7 @@ void oversized_announcement(TransportKind kind, bool wan) {
         const auto bytes = wan::seal(h, 0);
         asio::write(s, asio::buffer(bytes));
       } else {
-        const std::array<std::uint32_t, 2> hello{0x53545254, 1};
-        asio::write(s, asio::buffer(hello));
+        prove(s, {}, bootstrap::auth::Channel::tcp, rank_payload(1));
         const std::array<std::uint64_t, 2> header{42, 1ull << 40};
         asio::write(s, asio::buffer(header));
       }
@@ -227,7 +240,7 @@ void oversized_announcement(TransportKind kind, bool wan) {
       store.get("done", Clock::now() + 40s);
       return;
     }
-    auto t = kind == TransportKind::tcp && !wan ? transport::make_transport(kind, rank, 3, store, Clock::now() + 20s)
+    auto t = kind == TransportKind::tcp && !wan ? transport::make_transport(kind, rank, 3, store, Clock::now() + 20s, {})
                                                : wan::make_wan_transport(rank, 3, store, Clock::now() + 20s);
     const std::vector<unsigned char> msg(100000, 7);
     if (rank == 2) {
@@ -237,7 +250,16 @@ void oversized_announcement(TransportKind kind, bool wan) {
       return;
     }
     const std::size_t at_rest = rss_of(::getpid());
-    store.get("announced", Clock::now() + 20s);
+    // The impostor's handshake needs this rank's transport to answer meanwhile.
+    for (const auto until = Clock::now() + 20s;;) {
+      try {
+        store.get("announced", Clock::now() + 10ms);
+        break;
+      } catch (const TimeoutError&) {
+        require(Clock::now() < until, "the impostor did not announce");
+        t->progress();
+      }
+    }
     std::vector<unsigned char> in(msg.size());
     // Keep the transport busy with the impostor's stream while the real message comes.
     require(transport::wait(*t, t->irecv(2, 5, in.data(), in.size()), Clock::now() + 20s),

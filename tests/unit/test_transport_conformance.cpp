@@ -105,7 +105,7 @@ constexpr auto kWan = static_cast<TransportKind>(100);
 std::unique_ptr<Transport> make_for_test(TransportKind kind, int rank, int n,
                                          bootstrap::Store& store, Clock::time_point deadline) {
   if (kind == kWan) return wan::make_wan_transport(rank, n, store, deadline);
-  return make_transport(kind, rank, n, store, deadline);
+  return make_transport(kind, rank, n, store, deadline, {});
 }
 
 class TransportConformance : public ::testing::TestWithParam<TransportKind> {
