@@ -71,11 +71,11 @@ TransferCommPtr Connector::step() {
                                 opt_.socket_buffer);
       for (Out& each : streams_) each.hello.reserved = rejoins_.port();
     }
-    if (o.connected && o.written < sizeof(Hello)) {
-      const iovec iov{reinterpret_cast<char*>(&o.hello) + o.written, sizeof(Hello) - o.written};
-      o.written += send_some(o.fd.get(), &iov, 1);
+    if (o.connected && !o.proven) {
+      if (!o.auth) o.auth = std::make_unique<DialAuth>(plugin_secret(), o.hello);
+      o.proven = o.auth->step(o.fd.get(), peer_);
     }
-    ready &= o.written == sizeof(Hello);
+    ready &= o.proven;
   }
   if (!ready) {
     check_deadline();

@@ -3,7 +3,8 @@
 // peer in another), wait for each to connect, write each hello (striped: naming the port
 // where broken streams are redialled, stream_rejoin.hpp), then hand over a SendComm
 // or, for a same-region peer over UCX, read the listener's worker address first
-// (ucx_handshake.hpp) and hand over a UcxSendComm. Any step fails once
+// (ucx_handshake.hpp) and hand over a UcxSendComm. Each hello goes as the proof of the
+// job's handshake (auth_step.hpp), so the listener knows it comes from the job. Any step fails once
 // STRATA_NET_CONNECT_TIMEOUT_S has passed.
 //
 // NCCL re-calls connect with the same handle buffer until it gets a comm. The handle's
@@ -15,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "auth_step.hpp"
 #include "config.hpp"
 #include "devices.hpp"
 #include "handle.hpp"
@@ -39,7 +41,8 @@ class Connector {
     Fd fd;
     bool connected = false;
     Hello hello{};
-    std::size_t written = 0;
+    std::unique_ptr<DialAuth> auth;  // once connected: proves the job's secret, the hello as payload
+    bool proven = false;
   };
   std::uint64_t nonce_;
   sockaddr_storage addr_{};

@@ -65,35 +65,24 @@ TransferCommPtr ListenComm::accept() {
 }
 
 bool ListenComm::take(Incoming& in) {
-  bool eof = false;
-  auto* raw = reinterpret_cast<char*>(&in.hello);
-  try {
-    in.got += recv_some(in.fd.get(), raw + in.got, sizeof(Hello) - in.got, &eof);
-  } catch (const NetError& e) {
-    if (in.got > 0)
-      throw NetError(abi::remote_error, "listen on " + device_ + ": the connection from " + remote_of(in.fd.get()) +
-                                            " broke during its hello: " + e.what());
-    log::warn("listen on %s: dropped a connection: %s", device_.c_str(), e.what());
-    return true;
-  }
-  if (eof) {
-    if (in.got == 0) return true;  // a stray connection (port scanner, health check): not ours
-    throw NetError(abi::remote_error, "listen on " + device_ + ": the peer closed its connection after " +
-                                          std::to_string(in.got) + " of " + std::to_string(sizeof(Hello)) +
-                                          " hello bytes (did it die while connecting?)");
-  }
-  if (in.got < sizeof(Hello)) {
-    if (Clock::now() <= in.deadline) return false;
-    if (in.got == 0) {
-      log::warn("listen on %s: dropped a connection that sent nothing in %lld s", device_.c_str(),
-                static_cast<long long>(config_.connect_timeout.count()));
+  switch (in.auth.step(in.fd.get())) {
+    case AcceptAuth::State::pending:
+      if (Clock::now() <= in.deadline) return false;
+      log::warn("listen on %s: dropped a connection from %s that did not prove itself in %lld s", device_.c_str(),
+                remote_of(in.fd.get()).c_str(), static_cast<long long>(config_.connect_timeout.count()));
       return true;
-    }
-    system_failure("listen on " + device_ + ": the connection from " + remote_of(in.fd.get()) + " sent " +
-                   std::to_string(in.got) + " of " + std::to_string(sizeof(Hello)) + " hello bytes in " +
-                   std::to_string(config_.connect_timeout.count()) + " s (STRATA_NET_CONNECT_TIMEOUT_S)");
+    case AcceptAuth::State::refused:
+      log::warn("listen on %s: refused a connection from %s: %s", device_.c_str(), remote_of(in.fd.get()).c_str(),
+                in.auth.why().c_str());
+      return true;
+    case AcceptAuth::State::older_plugin:
+      throw NetError(abi::invalid_usage, "the connecting rank runs another version of the plugin (one without the "
+                                         "job's handshake; this one speaks hello v" +
+                                             std::to_string(Hello::kVersion) + ")");
+    case AcceptAuth::State::proven:
+      break;
   }
-  const Hello& h = in.hello;
+  const Hello& h = in.auth.hello();
   switch (check_hello(h, handle_.nonce)) {
     case HelloVerdict::other_version:
       throw NetError(abi::invalid_usage, "the connecting rank runs another version of the plugin (hello v" +

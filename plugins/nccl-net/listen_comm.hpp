@@ -4,11 +4,13 @@
 // the answer of ucx_handshake.hpp. accept() never blocks; it returns null until a whole
 // connection is ready.
 //
-// accept() fails (rather than waiting forever) when a connecting peer closes or resets
-// its socket part-way through the hello, or when a connection is still incomplete after
-// STRATA_NET_CONNECT_TIMEOUT_S. A connection that closes or idles before sending a
-// single byte is dropped without failing: nothing says it was a peer at all (a port
-// scanner or health check looks the same).
+// Every stream first proves the job's secret, its hello being the proof's payload
+// (auth_step.hpp). Until it has, nothing says it is a peer at all: a stranger, a port
+// scanner and a peer that died mid-handshake look the same, so such a connection is
+// dropped (and logged with its address) at any failure or after
+// STRATA_NET_CONNECT_TIMEOUT_S, and accept() goes on. accept() fails (rather than waiting
+// forever) when a proven connection is still incomplete after that timeout, or when the
+// peer runs a plugin without the handshake.
 #pragma once
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "comm.hpp"
+#include "auth_step.hpp"
 #include "config.hpp"
 #include "handle.hpp"
 #include "socket.hpp"
@@ -35,8 +38,7 @@ class ListenComm final : public Comm {
   struct Incoming {
     Fd fd;
     Clock::time_point deadline;
-    Hello hello{};
-    std::size_t got = 0;
+    AcceptAuth auth{plugin_secret()};
   };
   struct Group {
     std::vector<Fd> streams;

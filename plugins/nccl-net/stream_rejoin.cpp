@@ -29,15 +29,10 @@ int RejoinListener::poll(Fd* out) {
   }
   for (std::size_t i = 0; i < incoming_.size(); ++i) {
     Incoming& in = incoming_[i];
-    bool eof = false, drop = false;
-    try {
-      in.got += recv_some(in.fd.get(), reinterpret_cast<char*>(&in.hello) + in.got, sizeof(Hello) - in.got, &eof);
-    } catch (const NetError&) {
-      drop = true;
-    }
-    if (!drop && !eof && in.got < sizeof(Hello)) continue;
-    const Hello& h = in.hello;
-    const bool ours = !drop && !eof && h.magic == Hello::kMagic && h.version == Hello::kVersion &&
+    const auto state = in.auth.step(in.fd.get());
+    if (state == AcceptAuth::State::pending) continue;
+    const Hello& h = in.auth.hello();
+    const bool ours = state == AcceptAuth::State::proven && h.magic == Hello::kMagic && h.version == Hello::kVersion &&
                       (h.flags & kRejoin) && h.conn_id == conn_id_ && h.stream_index < streams_;
     const int index = ours ? h.stream_index : -1;
     if (ours) *out = std::move(in.fd);
@@ -63,9 +58,8 @@ Redial::State Redial::step() {
     if (d == Dial::pending) return State::pending;
     connected_ = true;
   }
-  const iovec iov{reinterpret_cast<char*>(&hello_) + written_, sizeof(Hello) - written_};
-  written_ += send_some(fd_.get(), &iov, 1);
-  return written_ == sizeof(Hello) ? State::done : State::pending;
+  if (!auth_) auth_ = std::make_unique<DialAuth>(plugin_secret(), hello_);
+  return auth_->step(fd_.get(), "the sender's rejoin port") ? State::done : State::pending;
 }
 
 }  // namespace strata::nccl_net

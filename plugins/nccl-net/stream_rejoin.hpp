@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <vector>
 
+#include <memory>
+
+#include "auth_step.hpp"
 #include "handle.hpp"
 #include "socket.hpp"
 
@@ -28,14 +31,14 @@ class RejoinListener {
   explicit operator bool() const { return static_cast<bool>(fd_); }
   std::uint16_t port() const { return port_; }
   // A stream that came back: its index and socket; index -1 while none has. Connections
-  // that send anything but a whole, matching rejoin hello are dropped. Never blocks.
+  // that do not prove the job's secret with a matching rejoin hello are dropped, so a
+// stranger cannot replace a stream. Never blocks.
   int poll(Fd* out);
 
  private:
   struct Incoming {
     Fd fd;
-    Hello hello{};
-    std::size_t got = 0;
+    AcceptAuth auth{plugin_secret()};
   };
   Fd fd_;
   std::uint16_t port_ = 0;
@@ -57,7 +60,7 @@ class Redial {
  private:
   Fd fd_;
   Hello hello_{};
-  std::size_t written_ = 0;
+  std::unique_ptr<DialAuth> auth_;  // once connected: the rejoin hello goes as its proof
   bool connected_ = false;
 };
 

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "bootstrap/handshake.hpp"
 #include "handle.hpp"  // the plugin's wire structs, to play a broken peer
 #include "pair.hpp"
 #include "plugin_api.hpp"
@@ -554,38 +555,35 @@ int raw_connect(const char* handle) {
   return fd;
 }
 
-// Half of a hello that is for this listener (the nonce matches), then whatever `then` does.
-void half_hello(const char* handle, const std::function<void(int fd)>& then) {
+// What a stranger who knows a listener's handle (not the job's secret) can send: the
+// plugin's old bare hello for this listener, half of the job's handshake hello, or the
+// handshake with a guessed secret and a proof that cannot be right; then `then`.
+void stranger(const char* handle, int how, const std::function<void(int fd)>& then) {
   nccl_net::ListenHandle h;
   std::memcpy(&h, handle, sizeof h);
-  nccl_net::Hello hello{};
-  hello.magic = nccl_net::Hello::kMagic;
-  hello.version = nccl_net::Hello::kVersion;
-  hello.stream_count = 1;
-  hello.listen_nonce = h.nonce;
   const int fd = raw_connect(handle);
-  EXPECT(::send(fd, &hello, sizeof hello / 2, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof hello / 2));
+  bootstrap::auth::Dialer d(bootstrap::JobSecret::from_text("a guess"), bootstrap::auth::Channel::plugin, {});
+  if (how == 0) {
+    const std::size_t half = d.hello().size() / 2;
+    EXPECT(::send(fd, d.hello().data(), half, MSG_NOSIGNAL) == static_cast<ssize_t>(half));
+  } else {
+    EXPECT(::send(fd, d.hello().data(), d.hello().size(), MSG_NOSIGNAL) == static_cast<ssize_t>(d.hello().size()));
+    unsigned char challenge[bootstrap::auth::kChallengeBytes];
+    EXPECT(::recv(fd, challenge, sizeof challenge, MSG_WAITALL) == static_cast<ssize_t>(sizeof challenge));
+    const std::vector<unsigned char> forged(sizeof(nccl_net::Hello) + bootstrap::auth::kMacBytes, 0);
+    EXPECT(::send(fd, forged.data(), forged.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(forged.size()));
+  }
   then(fd);
   ::close(fd);
 }
 
-// Calls accept until it fails; returns the code, or throws past `limit`.
-int accept_until_error(NetApi& net, void* lc, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    void* rc = nullptr;
-    const int code = net.accept(lc, &rc);
-    if (code != 0) return code;
-    EXPECT(rc == nullptr);
-    EXPECT(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
 }  // namespace
 
-// Connection setup with a peer that dies or stalls part-way: accept and connect fail
-// (ncclRemoteError, ncclSystemError) instead of returning a null comm forever.
+// Connection setup against strangers and a listener that never answers. A stranger who
+// sends half of the job's hello and goes, one who stalls there, and one who guesses the
+// secret are each dropped without failing accept, and the real peer connecting after
+// them gets its comm. A connect to a listener that never answers fails (ncclSystemError)
+// instead of returning a null comm forever.
 bool case_handshake(const CaseArgs& a) {
   constexpr int kSystemError = 2;
   const std::vector<std::pair<std::string, std::string>> short_timeout = {
@@ -596,28 +594,37 @@ bool case_handshake(const CaseArgs& a) {
         void* ctx = nullptr;
         ok(net->init(&ctx), "init");
         char handle[128] = {};
-        // 1. The connecting peer closes after half a hello (as when it dies): remote error.
-        // 2. It sends half a hello and stalls: an error once the timeout (1 s) has passed.
-        for (int stall = 0; stall < 2; ++stall) {
-          if (role == 0) {
-            void* lc = nullptr;
-            ok(net->listen(ctx, 0, handle, &lc), "listen");
-            ch.send(handle, sizeof handle);
-            const int code = accept_until_error(*net, lc, 20s);
-            EXPECT(code == (stall ? kSystemError : kRemoteError));
-            ch.sync();
-            ok(net->close_listen(lc), "closeListen");
-          } else {
-            ch.recv(handle, sizeof handle);
-            half_hello(handle, [&](int) {
-              if (stall) ch.sync();  // keep the socket open until the listener has given up
-            });
-            if (!stall) ch.sync();
+        // 1. Strangers first (the stalled one is dropped at the 1 s timeout), then the peer.
+        if (role == 0) {
+          void* lc = nullptr;
+          ok(net->listen(ctx, 0, handle, &lc), "listen");
+          ch.send(handle, sizeof handle);
+          void* rc = nullptr;
+          const auto deadline = std::chrono::steady_clock::now() + 20s;
+          while (!rc) {
+            ok(net->accept(lc, &rc), "accept while strangers knock");
+            EXPECT(std::chrono::steady_clock::now() < deadline);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
           }
+          ch.sync();  // both ends are up before either closes
+          ok(net->close_recv(rc), "closeRecv");
+          ok(net->close_listen(lc), "closeListen");
+        } else {
+          ch.recv(handle, sizeof handle);
+          stranger(handle, 0, [](int) {});
+          stranger(handle, 1, [](int) {});
+          stranger(handle, 0, [](int) { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); });
+          void* sc = nullptr;
+          const auto deadline = std::chrono::steady_clock::now() + 20s;
+          while (!sc) {
+            ok(net->connect(ctx, 0, handle, &sc), "connect after the strangers");
+            EXPECT(std::chrono::steady_clock::now() < deadline);
+          }
+          ch.sync();
+          ok(net->close_send(sc), "closeSend");
         }
-        // 3. The listener never answers a UCX connection: connect fails once the timeout
-        //    (1 s) has passed. (The TCP path needs no answer: its connect completes.)
-        if (intra_path(a) != "tcp") {
+        // 2. The listener never answers: connect fails once the timeout (1 s) has passed.
+        {
           if (role == 0) {
             void* lc = nullptr;
             ok(net->listen(ctx, 0, handle, &lc), "listen");
