@@ -105,8 +105,24 @@ std::string describe(int status) {
   return "exited with status " + std::to_string(status_to_code(status));
 }
 
+// 32 bytes from the kernel as hex: the job's secret when the caller set none, so ranks
+// started here prove to each other that they are this job's (README, "Security").
+std::string draw_job_secret() {
+  unsigned char bytes[32];
+  std::FILE* f = std::fopen("/dev/urandom", "rb");
+  const bool ok = f && std::fread(bytes, 1, sizeof bytes, f) == sizeof bytes;
+  if (f) std::fclose(f);
+  if (!ok) throw std::runtime_error("cannot read /dev/urandom for the job's secret");
+  std::string hex;
+  for (unsigned char b : bytes) {
+    hex += "0123456789abcdef"[b >> 4];
+    hex += "0123456789abcdef"[b & 15];
+  }
+  return hex;
+}
+
 std::vector<std::string> rank_environment(const LaunchSpec& spec, const Child& c, const std::string& root,
-                                          const std::string& run_id) {
+                                          const std::string& run_id, const std::string& secret) {
   const int rank = c.rank;
   EnvList vars = {{"STRATA_RANK", std::to_string(rank)},
                   {"STRATA_WORLD_SIZE", std::to_string(spec.nranks)},
@@ -115,6 +131,7 @@ std::vector<std::string> rank_environment(const LaunchSpec& spec, const Child& c
                   {"STRATA_ROOT", root},
                   {"STRATA_RUN_ID", run_id}};
   if (spec.nservers > 0) vars.emplace_back("STRATA_SERVERS", std::to_string(spec.nservers));
+  if (!secret.empty()) vars.emplace_back("STRATA_JOB_SECRET", secret);
   if (c.server) {
     vars.emplace_back("STRATA_ROLE", "server");
     vars.emplace_back("STRATA_LOCAL_RANK", std::to_string(spec.nranks + rank));
@@ -209,6 +226,11 @@ class Supervisor {
 void Supervisor::start_all() {
   const std::string root = free_local_address();
   const std::string run_id = make_run_id();
+  const auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  const std::string secret = set("STRATA_JOB_SECRET") || set("STRATA_JOB_SECRET_FILE") ? "" : draw_job_secret();
   const bool stdin_is_tty = ::isatty(STDIN_FILENO) == 1;
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) throw std::system_error(errno, std::generic_category(), "/dev/null");
@@ -220,7 +242,7 @@ void Supervisor::start_all() {
     Child& c = children_[static_cast<std::size_t>(r)];
     c.server = r >= spec_.nranks;
     c.rank = c.server ? r - spec_.nranks : r;
-    std::vector<std::string> env = rank_environment(spec_, c, root, run_id);
+    std::vector<std::string> env = rank_environment(spec_, c, root, run_id, secret);
     std::vector<char*> envp = c_strings(env);
     const bool show_stdout = spec_.all_stdout || r == 0;
     int out[2] = {devnull, -1};

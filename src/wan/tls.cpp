@@ -16,8 +16,15 @@ namespace {
 
 constexpr const char* kPskIdentity = "strata-job";
 
+// Where a context keeps its job's secret for the PSK callbacks. Not the context's app
+// data: Asio keeps its verify callback there, and deletes whatever it finds.
+int secret_index() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
 const bootstrap::JobSecret& secret_of(SSL* s) {
-  return *static_cast<const bootstrap::JobSecret*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(s)));
+  return *static_cast<const bootstrap::JobSecret*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(s), secret_index()));
 }
 
 unsigned int client_psk(SSL* s, const char*, char* identity, unsigned int max_identity, unsigned char* psk,
@@ -64,7 +71,7 @@ TlsContext::TlsContext(const TlsSettings& settings, const bootstrap::JobSecret& 
   SSL_CTX* c = ctx_.native_handle();
   SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION);
   SSL_CTX_set_max_proto_version(c, TLS1_3_VERSION);
-  SSL_CTX_set_app_data(c, &secret_);
+  SSL_CTX_set_ex_data(c, secret_index(), &secret_);
   if (certificates_) {
     auto load = [&](int ok, const char* setting, const std::string& path) {
       if (ok != 1)
@@ -86,8 +93,6 @@ TlsContext::TlsContext(const TlsSettings& settings, const bootstrap::JobSecret& 
     ctx_.set_verify_mode(ssl::verify_none);  // the key is the authentication
   }
 }
-
-TlsContext::~TlsContext() { SSL_CTX_set_app_data(ctx_.native_handle(), nullptr); }
 
 std::string TlsContext::describe() const {
   return certificates_ ? "TLS 1.3, certificates" : "TLS 1.3, the job's secret (PSK)";

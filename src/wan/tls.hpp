@@ -25,7 +25,6 @@ struct TlsSettings {
 class TlsContext {
  public:
   TlsContext(const TlsSettings& settings, const bootstrap::JobSecret& secret);
-  ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
   boost::asio::ssl::context& get() { return ctx_; }

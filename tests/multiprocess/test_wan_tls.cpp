@@ -123,6 +123,21 @@ TEST(WanTls, CertificateOfAnotherAuthorityIsRefused) {
   EXPECT_NE(logs.find("certificate"), std::string::npos) << logs;
 }
 
+// TLS keyed by the job's secret needs one: a job without it is told at creation, naming
+// the settings, and nothing is left half-built.
+TEST(WanTls, PskWithoutASecretIsRefusedAtCreation) {
+  TempDir dir;
+  bootstrap::FileStore store(dir.path());
+  wan::WanOptions opt;
+  opt.tls.on = true;  // and no secret: the open key
+  try {
+    wan::make_wan_transport(0, 1, store, Clock::now() + 5s, opt);
+    FAIL() << "a TLS link keyed by the open key was created";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("STRATA_JOB_SECRET"), std::string::npos) << e.what();
+  }
+}
+
 // A plain connection (the job's handshake without TLS) to a TLS listener is refused.
 TEST(WanTls, PlainConnectionToTlsListenerIsRefused) {
   TempDir dir;
