@@ -1,11 +1,10 @@
 #include "bootstrap/handshake.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 #include <cstring>
 
+#include "bootstrap/crypto.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::bootstrap::auth {
@@ -27,10 +26,7 @@ std::uint32_t get_u32(const unsigned char* p) {
 }
 std::uint16_t get_u16(const unsigned char* p) { return static_cast<std::uint16_t>(p[0] | p[1] << 8); }
 
-void fresh_nonce(std::array<unsigned char, kNonceBytes>& n) {
-  if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1)
-    throw Error(ErrorCode::internal, "no random bytes for a handshake nonce (OpenSSL RAND_bytes failed)");
-}
+void fresh_nonce(std::array<unsigned char, kNonceBytes>& n) { crypto::random_bytes(n); }
 
 // MAC over a role label, the channel and the given parts in order. The label differs per
 // direction, so a MAC one side sent can never pass as the other side's.
@@ -40,12 +36,7 @@ std::array<unsigned char, kMacBytes> mac(const JobSecret& s, const char* role, C
   msg.push_back(static_cast<unsigned char>(static_cast<std::uint16_t>(c)));
   msg.push_back(static_cast<unsigned char>(static_cast<std::uint16_t>(c) >> 8));
   for (auto p : parts) msg.insert(msg.end(), p.begin(), p.end());
-  std::array<unsigned char, kMacBytes> out{};
-  unsigned int len = 0;
-  if (!HMAC(EVP_sha256(), s.key.data(), static_cast<int>(s.key.size()), msg.data(), msg.size(), out.data(), &len) ||
-      len != out.size())
-    throw Error(ErrorCode::internal, "HMAC-SHA256 unavailable for the handshake");
-  return out;
+  return crypto::hmac_sha256(s.key, {msg});
 }
 
 constexpr const char* kAcceptorRole = "strata-auth-1 acceptor";

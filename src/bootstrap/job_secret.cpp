@@ -1,29 +1,24 @@
 #include "bootstrap/job_secret.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/rand.h>
-
 #include <fstream>
 #include <iterator>
 
 #include "base/config.hpp"
+#include "bootstrap/crypto.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::bootstrap {
 
 JobSecret JobSecret::random() {
   JobSecret s;
-  if (RAND_bytes(s.key.data(), static_cast<int>(s.key.size())) != 1)
-    throw Error(ErrorCode::internal, "no random bytes for the job's secret (OpenSSL RAND_bytes failed)");
+  crypto::random_bytes(s.key);
   s.open = false;
   return s;
 }
 
 JobSecret JobSecret::from_text(const std::string& text) {
   JobSecret s;
-  unsigned int len = 0;
-  if (EVP_Digest(text.data(), text.size(), s.key.data(), &len, EVP_sha256(), nullptr) != 1 || len != s.key.size())
-    throw Error(ErrorCode::internal, "SHA-256 unavailable for the job's secret");
+  s.key = crypto::sha256({std::span(reinterpret_cast<const unsigned char*>(text.data()), text.size())});
   s.open = false;
   return s;
 }

@@ -1,6 +1,5 @@
 // Communicators that change members: grow/join, and the state sync joiners need
 // (shrink lives in CommImpl, which owns the control mesh it meets over).
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <array>
@@ -9,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "bootstrap/crypto.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "strata/communicator.hpp"
@@ -26,28 +26,6 @@ std::shared_ptr<Store> generation_store(std::shared_ptr<Store> store, const std:
                           "' must be 1 to 256 characters without '/'");
   return std::make_shared<bootstrap::PrefixStore>(std::move(store), "grow/" + generation + "/");
 }
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw Error(ErrorCode::internal, "SHA-256 unavailable");
-  }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void add(const void* p, std::size_t n) {
-    if (n && EVP_DigestUpdate(ctx_, p, n) != 1) throw Error(ErrorCode::internal, "SHA-256 update failed");
-  }
-  std::array<unsigned char, 32> finish() {
-    std::array<unsigned char, 32> out{};
-    unsigned len = 0;
-    if (EVP_DigestFinal_ex(ctx_, out.data(), &len) != 1 || len != out.size()) throw Error(ErrorCode::internal, "SHA-256 failed");
-    return out;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
 
 std::string hex(const unsigned char* p, std::size_t n) {
   std::string s;
@@ -129,7 +107,7 @@ std::string Communicator::share_state(std::span<const std::span<std::byte>> buff
                             std::to_string(root_sizes[i]) + " on root");
   for (const auto& b : buffers) broadcast(b.data(), b.data(), b.size(), DataType::u8, root).wait();
 
-  Sha256 sha;
+  bootstrap::crypto::Sha256 sha;
   for (const auto& b : buffers) sha.add(b.data(), b.size());
   if (residuals) {
     std::vector<std::byte> saved = rank() == root ? save_residuals() : std::vector<std::byte>{};
