@@ -13,6 +13,7 @@
 #include "errors.hpp"
 #include "listen_comm.hpp"
 #include "log.hpp"
+#include "wire.hpp"
 
 namespace strata::nccl_net::api {
 
@@ -81,6 +82,7 @@ abi::Result init(void** ctx, std::uint64_t comm_id, int traffic_class, abi::Logg
       std::lock_guard lock(g.mu);
       if (!g.ready) {
         g.config = read_config();
+        plugin_tls();  // a TLS setting that cannot be used fails init, not the first connection
         g.devices = discover_devices(g.config);
         g.ready = true;
         log::info("initialized: %zu device(s), region '%s', %d stream(s) to other regions, "

@@ -33,18 +33,20 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
     opt_.reconnect_for = config.reconnect_for;
     opt_.socket_buffer = config.socket_buffer;
     opt_.cut_after = config.emulation.cut_after;
+    opt_.tls = plugin_tls();
     count = config.wan_streams;
   }
   peer_ = describe(addr_) + " (region '" + remote_region + "')";
   const std::uint64_t conn_id = random_u64();
   for (int i = 0; i < count; ++i) {
     Out o;
-    o.fd = start_connect(addr_, len, opt_.striped ? config.socket_buffer : 0);
+    o.wire = Wire(start_connect(addr_, len, opt_.striped ? config.socket_buffer : 0));
     Hello& h = o.hello;
     h.magic = Hello::kMagic;
     h.version = Hello::kVersion;
     h.flags = static_cast<std::uint16_t>((opt_.checksum ? kChecksum : 0) | (opt_.acks ? kAcks : 0) |
-                                         (ucx_ ? kUcx : 0) | (opt_.rejoin ? kRejoinable : 0));
+                                         (ucx_ ? kUcx : 0) | (opt_.rejoin ? kRejoinable : 0) |
+                                         (opt_.tls ? kTls : 0));
     h.stream_index = static_cast<std::uint16_t>(i);
     h.stream_count = static_cast<std::uint16_t>(count);
     h.listen_nonce = handle.nonce;
@@ -54,41 +56,59 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
     streams_.push_back(std::move(o));
   }
   log::info("connecting to %s: %s, %d stream(s)", peer_.c_str(),
-            opt_.striped ? "striped (another region)"
+            opt_.striped ? (opt_.tls ? "striped (another region), TLS" : "striped (another region)")
             : ucx_       ? "UCX (same region), TCP bootstrap"
                          : "direct TCP (same region)",
             count);
+  static std::once_flag warned;
+  if (opt_.striped && !opt_.tls)
+    std::call_once(warned, [] {
+      log::warn("traffic to other regions goes in clear text (authenticated by the job's secret, not "
+                "encrypted): set STRATA_WAN_TLS=1 on every rank to encrypt it");
+    });
 }
 
 TransferCommPtr Connector::step() {
   if (dial_) return dial();
   bool ready = true;
-  for (Out& o : streams_) {
-    if (!o.connected) o.connected = connect_finished(o.fd.get());
-    // The rejoin port goes into every hello, so it is opened before the first is written.
-    if (o.connected && opt_.rejoin && !rejoins_) {
-      rejoins_ = RejoinListener(o.fd.get(), streams_[0].hello.conn_id, static_cast<int>(streams_.size()),
-                                opt_.socket_buffer);
-      for (Out& each : streams_) each.hello.reserved = rejoins_.port();
-    }
-    if (o.connected && !o.proven) {
-      if (!o.auth) o.auth = std::make_unique<DialAuth>(plugin_secret(), o.hello);
-      o.proven = o.auth->step(o.fd.get(), peer_);
-    }
-    ready &= o.proven;
-  }
+  for (Out& o : streams_) ready &= advance(o);
   if (!ready) {
     check_deadline();
     return nullptr;
   }
   if (ucx_) {
-    dial_ = std::make_unique<UcxDial>(std::move(streams_[0].fd), peer_);
+    dial_ = std::make_unique<UcxDial>(streams_[0].wire.take_fd(), peer_);
     return dial();
   }
-  std::vector<Fd> fds;
-  for (Out& o : streams_) fds.push_back(std::move(o.fd));
+  std::vector<Wire> wires;
+  for (Out& o : streams_) wires.push_back(std::move(o.wire));
   log::info("connected to %s", peer_.c_str());
-  return TransferCommPtr(new SendComm(std::move(fds), opt_, peer_, std::move(rejoins_)));
+  return TransferCommPtr(new SendComm(std::move(wires), opt_, peer_, std::move(rejoins_)));
+}
+
+bool Connector::advance(Out& o) {
+  if (o.ready) return true;
+  if (!o.connected) o.connected = connect_finished(o.wire.fd());
+  if (!o.connected) return false;
+  // The rejoin port goes into every hello, so it is opened before the first is written.
+  if (opt_.rejoin && !rejoins_) {
+    rejoins_ = RejoinListener(o.wire.fd(), streams_[0].hello.conn_id, static_cast<int>(streams_.size()),
+                              opt_.socket_buffer, opt_.tls);
+    for (Out& each : streams_) each.hello.reserved = rejoins_.port();
+  }
+  if (!o.proven) {
+    if (!o.auth) o.auth = std::make_unique<DialAuth>(plugin_secret(), o.hello);
+    if (!(o.proven = o.auth->step(o.wire.fd(), peer_))) return false;
+    if (opt_.tls) o.wire.start_tls(opt_.tls, true);
+  }
+  try {
+    o.ready = !o.wire.tls() || o.wire.handshake(peer_);
+  } catch (const NetError& e) {
+    throw NetError(e.code(), std::string(e.what()) +
+                                 " (STRATA_WAN_TLS and STRATA_TLS_CERT/_KEY/_CA must be set alike on every rank, "
+                                 "with certificates the same authority signed)");
+  }
+  return o.ready;
 }
 
 TransferCommPtr Connector::dial() {

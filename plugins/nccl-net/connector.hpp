@@ -4,8 +4,9 @@
 // where broken streams are redialled, stream_rejoin.hpp), then hand over a SendComm
 // or, for a same-region peer over UCX, read the listener's worker address first
 // (ucx_handshake.hpp) and hand over a UcxSendComm. Each hello goes as the proof of the
-// job's handshake (auth_step.hpp), so the listener knows it comes from the job. Any step fails once
-// STRATA_NET_CONNECT_TIMEOUT_S has passed.
+// job's handshake (auth_step.hpp), so the listener knows it comes from the job; with
+// STRATA_WAN_TLS=1 a striped stream then runs the TLS handshake as client (wire.hpp). Any
+// step fails once STRATA_NET_CONNECT_TIMEOUT_S has passed.
 //
 // NCCL re-calls connect with the same handle buffer until it gets a comm. The handle's
 // connect_id field names this side's Connector in a process-wide table; an id rather
@@ -24,6 +25,7 @@
 #include "socket.hpp"
 #include "stream_rejoin.hpp"
 #include "ucx_handshake.hpp"
+#include "wire.hpp"
 
 namespace strata::nccl_net {
 
@@ -38,12 +40,14 @@ class Connector {
   TransferCommPtr dial();
   void check_deadline() const;  // throws once STRATA_NET_CONNECT_TIMEOUT_S has passed
   struct Out {
-    Fd fd;
+    Wire wire;
     bool connected = false;
     Hello hello{};
     std::unique_ptr<DialAuth> auth;  // once connected: proves the job's secret, the hello as payload
     bool proven = false;
+    bool ready = false;  // proven, and with TLS, its handshake done
   };
+  bool advance(Out& o);
   std::uint64_t nonce_;
   sockaddr_storage addr_{};
   LinkOptions opt_;

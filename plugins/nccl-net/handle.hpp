@@ -50,6 +50,9 @@ enum HelloFlags : std::uint16_t {
   // This connection replaces stream `stream_index` of connection `conn_id`, sent to the
   // sender's own port rather than to a listener.
   kRejoin = 16,
+  // Striped: every stream runs inside TLS 1.3 (STRATA_WAN_TLS=1), the dialer as client,
+  // from the first byte after the job's handshake; so does every redial of one.
+  kTls = 32,
 };
 
 struct Hello {
@@ -57,7 +60,8 @@ struct Hello {
   // 2: kUcx. A version-1 listener would not answer a UCX connect, so it refuses instead.
   // 3: kRejoinable/kRejoin. A version-2 receiver would not redial a broken stream, and its
   // sender would wait for it in vain.
-  static constexpr std::uint16_t kVersion = 3;
+  // 4: kTls. A version-3 listener would read the TLS handshake as frames.
+  static constexpr std::uint16_t kVersion = 4;
   std::uint32_t magic;
   std::uint16_t version;
   std::uint16_t flags;

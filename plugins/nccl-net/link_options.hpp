@@ -9,11 +9,15 @@
 // number and a CRC32C (wan/frame.hpp), cumulative acks per stream that bound each
 // stream's unacknowledged bytes by `window`, and a send completes once acknowledged. A
 // stream that breaks is redialled and its unacknowledged frames resent (stream_rejoin.hpp).
+// With STRATA_WAN_TLS=1 every striped stream, and every redial of one, runs in TLS
+// (wire.hpp).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+
+struct ssl_ctx_st;
 
 namespace strata::nccl_net {
 
@@ -27,6 +31,7 @@ struct LinkOptions {
   bool rejoin = false;  // striped: broken streams are redialled (both ends agreed)
   std::chrono::milliseconds reconnect_for{60000};  // a stream down this long fails the comm
   int socket_buffer = 0;                           // redialled streams' SO_SNDBUF/SO_RCVBUF
+  ssl_ctx_st* tls = nullptr;     // striped: the streams' TLS context (null: clear text)
   std::uint64_t cut_after = 0;  // emulated: stream 0 is cut once after this many frames
 };
 

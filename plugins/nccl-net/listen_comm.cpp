@@ -45,11 +45,11 @@ TransferCommPtr ListenComm::accept() {
     else
       ++i;
   }
-  for (auto it = groups_.begin(); it != groups_.end(); ++it) {
+  for (auto it = groups_.begin(); it != groups_.end();) {
     TransferCommPtr comm;
     try {
       comm = finish(it->second);
-      if (!comm && Clock::now() > it->second.deadline)
+      if (!comm && !it->second.dropped && Clock::now() > it->second.deadline)
         system_failure("connection " + describe_peer(it->second) + " still incomplete after " +
                        std::to_string(config_.connect_timeout.count()) + " s (STRATA_NET_CONNECT_TIMEOUT_S)");
     } catch (...) {
@@ -60,6 +60,7 @@ TransferCommPtr ListenComm::accept() {
       groups_.erase(it);
       return comm;
     }
+    it = it->second.dropped ? groups_.erase(it) : std::next(it);
   }
   return nullptr;
 }
@@ -94,6 +95,13 @@ bool ListenComm::take(Incoming& in) {
     case HelloVerdict::ours:
       break;
   }
+  const bool striped = (h.flags & kAcks) != 0, tls = (h.flags & kTls) != 0;
+  if (striped && tls != (plugin_tls() != nullptr))
+    throw NetError(abi::invalid_usage,
+                   tls ? "the connecting rank runs its striped streams in TLS (STRATA_WAN_TLS=1) and this one does "
+                         "not: set STRATA_WAN_TLS alike on every rank"
+                       : "STRATA_WAN_TLS=1 here, and the connecting rank would send its striped streams in clear "
+                         "text: set STRATA_WAN_TLS alike on every rank");
   Group& g = groups_[h.conn_id];
   if (g.streams.empty()) {
     g.first = h;
@@ -105,25 +113,45 @@ bool ListenComm::take(Incoming& in) {
               static_cast<unsigned long long>(h.conn_id));
     return true;
   }
-  g.streams[h.stream_index] = std::move(in.fd);
+  g.streams[h.stream_index] = Wire(std::move(in.fd));
   ++g.arrived;
   return true;
 }
 
 TransferCommPtr ListenComm::finish(Group& g) {
-  if (g.arrived < g.first.stream_count) return nullptr;
+  if (g.first.flags & kTls) {
+    if (!shake_hands(g)) return nullptr;
+  } else if (g.arrived < g.first.stream_count) {
+    return nullptr;
+  }
   if (!(g.first.flags & kUcx)) return make_tcp_comm(g, describe_peer(g));
   if (!g.answer) {
     std::string peer = describe_peer(g);
-    g.answer = std::make_unique<UcxAnswer>(std::move(g.streams[0]), std::move(peer));
+    g.answer = std::make_unique<UcxAnswer>(g.streams[0].take_fd(), std::move(peer));
   }
   return g.answer->step();
+}
+
+bool ListenComm::shake_hands(Group& g) {
+  bool all = g.arrived == g.first.stream_count;
+  try {
+    for (Wire& w : g.streams) {
+      if (!w) continue;
+      if (!w.tls()) w.start_tls(plugin_tls(), false);
+      all &= w.handshake(describe_peer(g));
+    }
+  } catch (const NetError& e) {
+    log::warn("listen on %s: dropped a connection: %s", device_.c_str(), e.what());
+    g.dropped = true;
+    return false;
+  }
+  return all;
 }
 
 std::string ListenComm::describe_peer(const Group& g) const {
   char region[sizeof g.first.region + 1] = {};
   std::memcpy(region, g.first.region, sizeof g.first.region);
-  const std::string from = g.streams.empty() || !g.streams[0] ? "?" : remote_of(g.streams[0].get());
+  const std::string from = g.streams.empty() || !g.streams[0] ? "?" : remote_of(g.streams[0].fd());
   return from + " (region '" + region + "') on " + device_;
 }
 
@@ -138,11 +166,12 @@ TransferCommPtr ListenComm::make_tcp_comm(Group& g, const std::string& peer) {
     opt.rejoin = (h.flags & kRejoinable) != 0;
     opt.reconnect_for = config_.reconnect_for;
     opt.socket_buffer = config_.socket_buffer;
-    for (Fd& fd : g.streams) set_buffers(fd.get(), config_.socket_buffer);
+    opt.tls = (h.flags & kTls) ? plugin_tls() : nullptr;
+    for (Wire& w : g.streams) set_buffers(w.fd(), config_.socket_buffer);
   }
-  log::info("accepted %s connection from %s: %d stream(s)%s%s", opt.striped ? "striped" : "direct TCP",
+  log::info("accepted %s connection from %s: %d stream(s)%s%s%s", opt.striped ? "striped" : "direct TCP",
             peer.c_str(), h.stream_count, opt.checksum ? ", CRC32C frames, acks" : "",
-            opt.rejoin ? ", broken streams redialled" : "");
+            opt.rejoin ? ", broken streams redialled" : "", opt.tls ? ", TLS" : "");
   return TransferCommPtr(new RecvComm(std::move(g.streams), opt, peer, h));
 }
 

@@ -10,7 +10,11 @@
 // dropped (and logged with its address) at any failure or after
 // STRATA_NET_CONNECT_TIMEOUT_S, and accept() goes on. accept() fails (rather than waiting
 // forever) when a proven connection is still incomplete after that timeout, or when the
-// peer runs a plugin without the handshake.
+// peer runs a plugin without the handshake, or disagrees about STRATA_WAN_TLS.
+//
+// A striped connection in TLS (kTls) then runs the TLS handshake, as server, on each
+// stream as it arrives; one that fails (a certificate the authority did not sign) drops
+// the whole connection, logged, and the dialling side reports why.
 #pragma once
 
 #include <chrono>
@@ -24,6 +28,7 @@
 #include "handle.hpp"
 #include "socket.hpp"
 #include "ucx_handshake.hpp"
+#include "wire.hpp"
 
 namespace strata::nccl_net {
 
@@ -41,18 +46,22 @@ class ListenComm final : public Comm {
     AcceptAuth auth{plugin_secret()};
   };
   struct Group {
-    std::vector<Fd> streams;
+    std::vector<Wire> streams;
     int arrived = 0;
     Hello first{};
     Clock::time_point deadline;
     std::unique_ptr<UcxAnswer> answer;  // UCX connections, once all streams are here
+    bool dropped = false;               // its TLS handshake failed
   };
 
   // True once `in` is consumed (grouped, or dropped as not ours). Throws when it is ours
   // but from an incompatible plugin build, or broke or stalled part-way through the hello.
   bool take(Incoming& in);
-  // The comm once `g` is complete and (UCX) answered; null until then.
+  // The comm once `g` is complete and (UCX) answered or (TLS) shaken hands; null until
+  // then, or when it was dropped.
   TransferCommPtr finish(Group& g);
+  // Advances the TLS handshakes of the streams that arrived; true once all K are done.
+  bool shake_hands(Group& g);
   TransferCommPtr make_tcp_comm(Group& g, const std::string& peer);
   std::string describe_peer(const Group& g) const;
 

@@ -17,15 +17,15 @@ constexpr std::size_t kScratch = 64 << 10;
 [[noreturn]] void broken(const std::string& what) { throw NetError(abi::remote_error, what); }
 }  // namespace
 
-RecvComm::RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer, const Hello& first)
+RecvComm::RecvComm(std::vector<Wire> streams, const LinkOptions& options, std::string peer, const Hello& first)
     : TransferComm(Kind::recv, Path::tcp, std::move(peer)), opt_(options), first_(first) {
-  for (Fd& fd : streams) {
+  for (Wire& w : streams) {
     Stream s;
-    s.fd = std::move(fd);
+    s.wire = std::move(w);
     streams_.push_back(std::move(s));
   }
   if (opt_.rejoin) {
-    rejoin_addr_ = remote_address(streams_[0].fd.get(), &rejoin_len_);
+    rejoin_addr_ = remote_address(streams_[0].wire.fd(), &rejoin_len_);
     set_port(rejoin_addr_, static_cast<std::uint16_t>(first.reserved));
     scratch_.resize(kScratch);
   }
@@ -41,10 +41,11 @@ RecvComm::~RecvComm() {
   h.sent_ns = steady_ns();
   const wan::EncodedHeader bye = wan::seal(h, 0);
   for (Stream& s : streams_) {
-    if (!s.fd || s.ack_writing) continue;  // inside a half-written ack it would garble both
+    if (!s.wire || s.ack_writing) continue;  // inside a half-written ack it would garble both
     const iovec iov{const_cast<unsigned char*>(bye.data()), bye.size()};
     try {
-      send_some(s.fd.get(), &iov, 1);
+      s.wire.flush();  // TLS: an ack still staged goes first
+      s.wire.send_some(&iov, 1);
     } catch (const NetError&) {
       // Best effort: the sender then sees the stream close instead.
     }
@@ -92,9 +93,9 @@ void RecvComm::progress() {
 
 bool RecvComm::pump(Stream& s) {
   bool any = false;
-  if (!s.fd) return false;
+  if (!s.wire) return false;
   if (s.starved) {
-    if (!ready(s.fd.get(), POLLIN)) return false;
+    if (!s.wire.ready(POLLIN)) return false;
     s.starved = false;
   }
   for (;;) {
@@ -102,7 +103,7 @@ bool RecvComm::pump(Stream& s) {
     std::size_t got = 0;
     if (!s.have_header) {
       try {
-        got = recv_some(s.fd.get(), s.raw.data() + s.header_got, wan::kHeaderBytes - s.header_got, &eof);
+        got = s.wire.recv_some(s.raw.data() + s.header_got, wan::kHeaderBytes - s.header_got, &eof);
       } catch (const NetError& e) {
         break_stream(s, e.what());
         return true;
@@ -149,7 +150,7 @@ bool RecvComm::pump(Stream& s) {
       std::size_t want = s.h.length - s.payload_got;
       if (s.discard) want = std::min(want, scratch_.size());
       try {
-        got = recv_some(s.fd.get(), into, want, &eof);
+        got = s.wire.recv_some(into, want, &eof);
       } catch (const NetError& e) {
         break_stream(s, e.what());
         return true;
@@ -230,9 +231,16 @@ void RecvComm::deliver(Stream& s, const Arrival& a) {
 }
 
 bool RecvComm::send_ack(Stream& s) {
-  if (!s.fd) return false;
+  if (!s.wire) return false;
+  bool flushed = false;
+  try {
+    flushed = s.wire.flush();  // TLS: the last ack may still be staged
+  } catch (const NetError& e) {
+    break_stream(s, e.what());
+    return true;
+  }
   if (!s.ack_writing) {
-    if (!s.cursor.ack_due()) return false;
+    if (!s.cursor.ack_due()) return flushed;
     s.ack = *s.cursor.take_ack(steady_ns());
     s.ack_written = 0;
     s.ack_writing = true;
@@ -240,20 +248,20 @@ bool RecvComm::send_ack(Stream& s) {
   const iovec iov{s.ack.data() + s.ack_written, wan::kHeaderBytes - s.ack_written};
   std::size_t n = 0;
   try {
-    n = send_some(s.fd.get(), &iov, 1);
+    n = s.wire.send_some(&iov, 1);
   } catch (const NetError& e) {
     break_stream(s, e.what());
     return true;
   }
   s.ack_written += n;
   if (s.ack_written == wan::kHeaderBytes) s.ack_writing = false;
-  return n > 0;
+  return flushed || n > 0;
 }
 
 void RecvComm::break_stream(Stream& s, const std::string& why) {
   if (!opt_.rejoin) broken(why);
   log::warn("stream %d from %s broke (%s); redialling", index(s), peer().c_str(), why.c_str());
-  s.fd = Fd();
+  s.wire = Wire();
   s.header_got = 0;
   s.have_header = s.in_payload = s.discard = false;
   s.ack_written = 0;
@@ -268,7 +276,7 @@ bool RecvComm::redial(Stream& s, std::int64_t now_ns) {
   if (!s.redial) {
     if (now_ns < s.retry_at) return false;
     try {
-      s.redial = std::make_unique<Redial>(rejoin_addr_, rejoin_len_, first_, index(s), opt_.socket_buffer);
+      s.redial = std::make_unique<Redial>(rejoin_addr_, rejoin_len_, first_, index(s), opt_.socket_buffer, opt_.tls);
     } catch (const NetError&) {
       retry_later(s, now_ns);
       return false;
@@ -289,7 +297,7 @@ bool RecvComm::redial(Stream& s, std::int64_t now_ns) {
     s.eof = true;
     return true;
   }
-  s.fd = s.redial->take();
+  s.wire = s.redial->take();
   s.redial.reset();
   s.cursor.rejoined();
   log::info("stream %d from %s redialled", index(s), peer().c_str());

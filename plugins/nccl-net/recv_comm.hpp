@@ -26,6 +26,7 @@
 #include "link_options.hpp"
 #include "socket.hpp"
 #include "stream_rejoin.hpp"
+#include "wire.hpp"
 #include "wan/frame.hpp"
 #include "wan/stream_core.hpp"
 
@@ -34,7 +35,7 @@ namespace strata::nccl_net {
 class RecvComm final : public TransferComm {
  public:
   // `first`: the connection's first hello, naming the sender's rejoin port (options.rejoin).
-  RecvComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer, const Hello& first);
+  RecvComm(std::vector<Wire> streams, const LinkOptions& options, std::string peer, const Hello& first);
   // Striped: a goodbye on every stream, so the sender fails what is in flight at once
   // instead of waiting for a redial that will not come.
   ~RecvComm();
@@ -55,7 +56,7 @@ class RecvComm final : public TransferComm {
     std::size_t length;
   };
   struct Stream {
-    Fd fd;  // invalid while broken and not yet redialled
+    Wire wire;  // invalid while broken and not yet redialled
     wan::InCursor cursor;
     wan::EncodedHeader raw{};
     std::size_t header_got = 0;

@@ -24,12 +24,12 @@ std::int64_t steady_ns() {
       .count();
 }
 
-SendComm::SendComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer,
+SendComm::SendComm(std::vector<Wire> streams, const LinkOptions& options, std::string peer,
                    RejoinListener rejoins)
     : TransferComm(Kind::send, Path::tcp, std::move(peer)), opt_(options), rejoins_(std::move(rejoins)) {
-  for (Fd& fd : streams) {
+  for (Wire& w : streams) {
     Stream s;
-    s.fd = std::move(fd);
+    s.wire = std::move(w);
     streams_.push_back(std::move(s));
   }
   // Striped: a stream gets its next stripe only once it has written the last, so a slow
@@ -82,7 +82,7 @@ bool SendComm::assign(std::int64_t now_ns) {
     const std::size_t len = std::min(remaining, opt_.frame_bytes);
     for (std::size_t i = 0; i < streams_.size(); ++i) {
       const Stream& s = streams_[i];
-      loads_[i].ready = s.fd && s.q.unwritten() < max_unwritten_;
+      loads_[i].ready = s.wire && s.q.unwritten() < max_unwritten_;
       loads_[i].unacked = s.q.unacked_bytes();
     }
     const std::size_t window = opt_.acks ? opt_.window : SIZE_MAX;
@@ -111,22 +111,29 @@ bool SendComm::assign(std::int64_t now_ns) {
 }
 
 bool SendComm::write(Stream& s, std::int64_t now_ns) {
-  if (!s.fd || s.q.unwritten() == 0) return false;
+  if (!s.wire) return false;
+  bool any = false;
+  try {
+    any = s.wire.flush();  // TLS: what an earlier write staged goes first
+  } catch (const NetError& e) {
+    broken(s, e.what());
+    return true;
+  }
+  if (s.q.unwritten() == 0) return any;
   if (opt_.cut_after && &s == &streams_[0] && !cut_done_ && s.frames_written >= opt_.cut_after) {
     // Like a middlebox resetting the flow once what was written is through: the receiver
     // reads it all, sees the end, and redials. The socket stays open, or closing it with
     // acknowledgements unread would reset the connection and lose those bytes instead.
     cut_done_ = true;
-    cut(s.fd.get());
-    cut_fd_ = std::move(s.fd);
+    cut(s.wire.fd());
+    cut_wire_ = std::move(s.wire);
     broken(s, "emulated cut");
     return true;
   }
   if (s.blocked) {
-    if (!ready(s.fd.get(), POLLOUT)) return false;
+    if (!s.wire.ready(POLLOUT)) return any;
     s.blocked = false;
   }
-  bool any = false;
   while (s.q.unwritten() > 0) {
     iovec iov[2 * kBatchFrames];
     int n = 0;
@@ -145,7 +152,7 @@ bool SendComm::write(Stream& s, std::int64_t now_ns) {
     }
     std::size_t sent = 0;
     try {
-      sent = send_some(s.fd.get(), iov, n);
+      sent = s.wire.send_some(iov, n);
     } catch (const NetError& e) {
       broken(s, e.what());
       return true;
@@ -162,18 +169,18 @@ bool SendComm::write(Stream& s, std::int64_t now_ns) {
 
 bool SendComm::read_acks(Stream& s, std::int64_t now_ns) {
   bool any = false;
-  if (s.fd && s.ack_starved && ready(s.fd.get(), POLLIN)) s.ack_starved = false;
-  while (s.fd && !s.ack_starved) {
+  if (s.wire && s.ack_starved && s.wire.ready(POLLIN)) s.ack_starved = false;
+  while (s.wire && !s.ack_starved) {
     bool eof = false;
     std::size_t got = 0;
     try {
-      got = recv_some(s.fd.get(), s.ack.data() + s.ack_got, wan::kHeaderBytes - s.ack_got, &eof);
+      got = s.wire.recv_some(s.ack.data() + s.ack_got, wan::kHeaderBytes - s.ack_got, &eof);
     } catch (const NetError& e) {
       broken(s, e.what());
       break;
     }
     if (eof) {
-      if (receiver_closed_) s.fd = Fd();  // after its goodbye: the end, not a break
+      if (receiver_closed_) s.wire = Wire();  // after its goodbye: the end, not a break
       else broken(s, "the receiver's end closed");
       break;
     }
@@ -204,11 +211,11 @@ bool SendComm::read_acks(Stream& s, std::int64_t now_ns) {
 
 void SendComm::broken(Stream& s, const std::string& why) {
   if (!opt_.rejoin) throw NetError(abi::remote_error, why);
-  if (!s.fd && s.down_since) return;
+  if (!s.wire && s.down_since) return;
   const auto index = static_cast<int>(&s - streams_.data());
   log::warn("stream %d to %s broke (%s); waiting for the receiver to redial it", index, peer().c_str(),
             why.c_str());
-  s.fd = Fd();
+  s.wire = Wire();
   s.blocked = s.ack_starved = false;
   s.ack_got = 0;
   s.q.rewind();
@@ -223,11 +230,11 @@ bool SendComm::any_down() const {
 bool SendComm::restore() {
   bool any = false;
   for (;;) {
-    Fd fd;
-    const int index = rejoins_.poll(&fd);
+    Wire wire;
+    const int index = rejoins_.poll(&wire);
     if (index < 0) return any;
     Stream& s = streams_[static_cast<std::size_t>(index)];
-    s.fd = std::move(fd);  // replaces the old socket if its break was not seen here yet
+    s.wire = std::move(wire);  // replaces the old socket if its break was not seen here yet
     s.blocked = s.ack_starved = false;
     s.ack_got = 0;
     s.q.rewind();

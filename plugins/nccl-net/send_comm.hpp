@@ -14,6 +14,7 @@
 #include "link_options.hpp"
 #include "socket.hpp"
 #include "stream_rejoin.hpp"
+#include "wire.hpp"
 #include "wan/frame.hpp"
 #include "wan/stream_core.hpp"
 #include "wan/striping.hpp"
@@ -23,7 +24,7 @@ namespace strata::nccl_net {
 class SendComm final : public TransferComm {
  public:
   // `rejoins`: where broken streams come back (striped links with options.rejoin).
-  SendComm(std::vector<Fd> streams, const LinkOptions& options, std::string peer, RejoinListener rejoins);
+  SendComm(std::vector<Wire> streams, const LinkOptions& options, std::string peer, RejoinListener rejoins);
   // nullptr when every request slot is in flight (NCCL retries later). Arguments are
   // checked by post_send.
   Request* isend(const void* data, std::size_t size, int tag);
@@ -32,7 +33,7 @@ class SendComm final : public TransferComm {
   friend class TransferComm;  // poll() runs progress()
   void progress();
   struct Stream {
-    Fd fd;  // invalid while broken and not yet redialled
+    Wire wire;  // invalid while broken and not yet redialled
     wan::OutQueue<Request*> q;
     bool blocked = false;  // the last write did not fit: poll before writing again
     bool ack_starved = false;
@@ -70,7 +71,7 @@ class SendComm final : public TransferComm {
   std::uint64_t next_msg_id_ = 0;
   RejoinListener rejoins_;  // after streams_: closed first, so a redial is refused, not reset
   bool cut_done_ = false;
-  Fd cut_fd_;  // the emulated cut's socket, written to no more
+  Wire cut_wire_;  // the emulated cut's socket, written to no more
   bool receiver_closed_ = false;  // it said goodbye: nothing more will be acknowledged
 };
 

@@ -16,6 +16,7 @@
 #include "job_handshake.hpp"
 #include "strata/errors.hpp"
 #include "temp_dir.hpp"
+#include "test_pki.hpp"
 #include "wan/wan_transport.hpp"
 #include "wan_exchange.hpp"
 
@@ -25,42 +26,15 @@ namespace {
 using namespace std::chrono_literals;
 using transport::Clock;
 
-// A certificate authority and a certificate it signed, plus a second authority's
-// certificate (the rogue), made with the openssl command line; P-256 keys, valid a day.
-class Pki {
- public:
-  Pki() {
-    const std::string d = dir_.path();
-    run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + d +
-        "/ca.key -out " + d + "/ca.pem -days 1 -subj /CN=strata-test-ca");
-    run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + d +
-        "/rogue-ca.key -out " + d + "/rogue-ca.pem -days 1 -subj /CN=strata-rogue-ca");
-    issue("rank", "ca");
-    issue("rogue", "rogue-ca");
-  }
-  std::string path(const std::string& name) const { return dir_.path() + "/" + name; }
-  wan::TlsSettings settings(const std::string& who) const {
-    wan::TlsSettings s;
-    s.on = true;
-    s.cert = path(who + ".pem");
-    s.key = path(who + ".key");
-    s.ca = path("ca.pem");  // both trust only the job's authority
-    return s;
-  }
-
- private:
-  static void run(const std::string& cmd) {
-    if (std::system((cmd + " >/dev/null 2>&1").c_str()) != 0) throw std::runtime_error("failed: " + cmd);
-  }
-  void issue(const std::string& who, const std::string& ca) {
-    const std::string d = dir_.path();
-    run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + d + "/" + who +
-        ".key -out " + d + "/" + who + ".csr -subj /CN=" + who);
-    run("openssl x509 -req -in " + d + "/" + who + ".csr -CA " + d + "/" + ca + ".pem -CAkey " + d + "/" + ca +
-        ".key -CAcreateserial -out " + d + "/" + who + ".pem -days 1");
-  }
-  TempDir dir_;
-};
+// The job's authority signs "rank"; another one signs "rogue".
+wan::TlsSettings tls_settings(const Pki& pki, const std::string& who) {
+  wan::TlsSettings s;
+  s.on = true;
+  s.cert = pki.path(who + ".pem");
+  s.key = pki.path(who + ".key");
+  s.ca = pki.path("ca.pem");  // both trust only the job's authority
+  return s;
+}
 
 wan::WanOptions tls_options() {
   wan::WanOptions opt;
@@ -87,7 +61,7 @@ TEST(WanTls, PskStreamCutLosesNothing) {
 TEST(WanTls, CertificatesExchangeRandomData) {
   const Pki pki;
   auto opt = tls_options();
-  opt.tls = pki.settings("rank");
+  opt.tls = tls_settings(pki, "rank");
   const auto rs = run_ranks(3, opt, [](transport::Transport& t, bootstrap::Store& s) {
     exchange(t, s, 3, kSizes, 1);
   });
@@ -102,7 +76,7 @@ TEST(WanTls, CertificateOfAnotherAuthorityIsRefused) {
   const auto rs = fork_ranks(2, 60s, [&](int rank) {
     bootstrap::FileStore store(dir.path());
     auto opt = tls_options();
-    opt.tls = pki.settings(rank == 1 ? "rogue" : "rank");
+    opt.tls = tls_settings(pki, rank == 1 ? "rogue" : "rank");
     opt.reconnect_for = 1500ms;
     auto t = wan::make_wan_transport(rank, 2, store, Clock::now() + 10s, opt);
     std::vector<unsigned char> out(1000, 1), in(1000);

@@ -13,6 +13,12 @@
 #                                                    one-way delay emulated in the plugin, striped
 #                                                    path with 1 and with 8 streams; the
 #                                                    namespaces are always torn down at exit
+#   tests/plugin/bench_plugin.sh tls [ROUNDS] [RATE]  the striped path in clear text and in
+#                                                    TLS (STRATA_WAN_TLS=1, keyed by the job's
+#                                                    secret), alternating ROUNDS times: on
+#                                                    loopback (4 streams), then, as root, on two
+#                                                    shaped regions (RATE, 25 ms delay, 8
+#                                                    streams); medians and TLS/clear ratios
 #
 # Environment: BUILD (default build), SECONDS_PER_RUN (5 loopback, 10 wan), WINDOW (8).
 set -euo pipefail
@@ -105,8 +111,51 @@ wan() {
   run "striped, 8 streams, delay 25ms window 4m" r1 8 "delay=25ms,window=4m"
 }
 
+# One striped bench run: striped_gbits NETNS_PAIR NAME=VALUE...; prints Gbit/s. An empty
+# NETNS_PAIR runs both processes here, over lo.
+striped_gbits() {
+  local where=(--if lo) env=() kv
+  [[ -n $1 ]] && where=(--netns "$1")
+  shift
+  for kv in "$@"; do env+=(--env "$kv"); done
+  "$HARNESS" --plugin "$PLUGIN" --version 11 --case bench "${where[@]}" --regions r0,r1 --size 4194304 \
+    --window "$WINDOW" --seconds "${SECONDS_PER_RUN:-5}" "${env[@]}" 2>/dev/null | grep '^bench' | gbits
+}
+
+# Clear and TLS runs alternating (clear, TLS, TLS, clear, ...): tls_rounds LABEL ROUNDS
+# NETNS_PAIR NAME=VALUE...; prints each run and the medians as a Markdown table row.
+tls_rounds() {
+  local label=$1 rounds=$2 ns=$3 i clear=() tls=() x
+  shift 3
+  for ((i = 1; i <= rounds; i++)); do
+    for mode in $( ((i % 2)) && echo "0 1" || echo "1 0"); do
+      x=$(striped_gbits "$ns" STRATA_JOB_SECRET=bench-tls STRATA_WAN_TLS="$mode" "$@")
+      if ((mode)); then tls+=("$x"); else clear+=("$x"); fi
+      printf '  round %d, %s: %.3f Gbit/s\n' "$i" "$( ((mode)) && echo TLS || echo clear)" "$x" >&2
+    done
+  done
+  local c t
+  c=$(printf '%s\n' "${clear[@]}" | median)
+  t=$(printf '%s\n' "${tls[@]}" | median)
+  printf '| %s | %s | %s | %.3f | %.3f | %.2f |\n' "$label" "$(printf '%.3f ' "${clear[@]}")" \
+    "$(printf '%.3f ' "${tls[@]}")" "$c" "$t" "$(python3 -c "print($t/$c)")"
+}
+
+tls() {
+  local rounds=${1:-3} rate=${2:-200mbit}
+  printf '| path | clear, runs (Gbit/s) | TLS, runs | clear median | TLS median | TLS / clear |\n'
+  printf '|---|---|---|---:|---:|---:|\n'
+  tls_rounds "loopback, 4 streams" "$rounds" "" STRATA_WAN_STREAMS=4
+  [[ $(id -u) -eq 0 ]] || { echo "the shaped run needs root (network namespaces)" >&2; return; }
+  trap '"$ROOT/bench/wan/netns.sh" down >/dev/null 2>&1 || true' EXIT INT TERM
+  "$ROOT/bench/wan/netns.sh" up 2 "$rate" >/dev/null
+  tls_rounds "shaped $rate, delay 25 ms, 8 streams, window 4 MiB" "$rounds" strata-r0,strata-r1 \
+    STRATA_WAN_STREAMS=8 STRATA_WAN_EMULATE=delay=25ms,window=4m
+}
+
 case ${1:-} in
   loopback) shift; loopback "$@" ;;
   wan) shift; wan "$@" ;;
-  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  tls) shift; tls "$@" ;;
+  *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -22,6 +22,7 @@
 
 #include "bootstrap/handshake.hpp"
 #include "handle.hpp"  // the plugin's wire structs, to play a broken peer
+#include "case_support.hpp"
 #include "pair.hpp"
 #include "plugin_api.hpp"
 #include "traffic.hpp"
@@ -31,49 +32,7 @@ namespace strata::plugin_test {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr auto kTimeout = 90s;
 constexpr int kPtrHost = 1, kPtrCuda = 2;
-constexpr int kRemoteError = 6;
-
-struct Failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-#define EXPECT(cond)                                                                         \
-  do {                                                                                       \
-    if (!(cond)) throw Failure(std::string(__FILE__ ":") + std::to_string(__LINE__) + ": " + #cond); \
-  } while (0)
-
-PeerSetup setup(const CaseArgs& a, const std::string& region = "",
-                std::vector<std::pair<std::string, std::string>> more = {}) {
-  PeerSetup s;
-  s.env = a.env;
-  s.env.emplace_back("STRATA_NET_IF", a.interface);
-  s.env.emplace_back("STRATA_REGION", region);
-  for (auto& kv : more) s.env.push_back(std::move(kv));
-  return s;
-}
-
-void ok(int rc, const char* what) {
-  if (rc != 0) throw Failure(std::string(what) + " returned " + std::to_string(rc));
-}
-
-// Two processes, full traffic both ways over `dev` 0, then a clean close in opposite orders.
-bool traffic_case(const CaseArgs& a, const PeerSetup& s0, const PeerSetup& s1, const PlanOptions& popt,
-                  std::initializer_list<const char*> expect_logs) {
-  return run_pair(
-      [&](int role, Channel& ch) {
-        auto net = load_plugin(a.plugin, a.version);
-        Conn c = connect_pair(*net, ch, 0, 30s);
-        exchange(*net, c, role, popt, DriveOptions{}, 0x5717A + static_cast<std::uint64_t>(a.version));
-        ch.sync();
-        close_conn(*net, c, role == 0 ? "lsr" : "rsl");
-        for (const char* expect : expect_logs)
-          if (!logged(expect)) throw Failure(std::string("the plugin never logged '") + expect + "'");
-        return 0;
-      },
-      s0, s1, kTimeout);
-}
 
 bool has_non_loopback_interface() {
   ifaddrs* list = nullptr;
@@ -323,21 +282,6 @@ bool case_transfer(const CaseArgs& a) {
   return traffic_case(a, setup(a, "dc-1"), setup(a, "dc-1"), PlanOptions{}, {expect});
 }
 
-namespace {
-
-using Env = std::vector<std::pair<std::string, std::string>>;
-
-// Two peers in different regions (the striped path), both given the WAN settings `wan`.
-bool crossregion_case(const CaseArgs& a, const Env& wan, int messages, double large_share,
-                      std::initializer_list<const char*> expect_logs) {
-  PlanOptions popt;
-  popt.messages = messages;
-  popt.large_share = large_share;
-  return traffic_case(a, setup(a, "us-east", wan), setup(a, "eu-west", wan), popt, expect_logs);
-}
-
-}  // namespace
-
 bool case_crossregion(const CaseArgs& a) {
   return crossregion_case(a, {{"STRATA_WAN_STREAMS", "4"}, {"STRATA_WAN_STRIPE_BYTES", "65536"}}, 150,
                           PlanOptions{}.large_share, {"striped (another region)"});
@@ -585,7 +529,6 @@ void stranger(const char* handle, int how, const std::function<void(int fd)>& th
 // them gets its comm. A connect to a listener that never answers fails (ncclSystemError)
 // instead of returning a null comm forever.
 bool case_handshake(const CaseArgs& a) {
-  constexpr int kSystemError = 2;
   const std::vector<std::pair<std::string, std::string>> short_timeout = {
       {"STRATA_NET_CONNECT_TIMEOUT_S", "1"}};
   return run_pair(

@@ -25,6 +25,8 @@ bool case_crossregion_cut(const CaseArgs& a);
 bool case_limits(const CaseArgs& a);
 bool case_close(const CaseArgs& a);
 bool case_handshake(const CaseArgs& a);
+bool case_crossregion_tls(const CaseArgs& a);
+bool case_tls_refusals(const CaseArgs& a);
 
 struct BenchArgs {
   std::size_t size = 4u << 20;

@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
       {"limits", [&] { return case_limits(a); }},
       {"close", [&] { return case_close(a); }},
       {"handshake", [&] { return case_handshake(a); }},
+      {"crossregion_tls", [&] { return case_crossregion_tls(a); }},
+      {"tls_refusals", [&] { return case_tls_refusals(a); }},
       {"bench", [&] { return run_bench(a, b); }},
   };
   const auto it = cases.find(name);
