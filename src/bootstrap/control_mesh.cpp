@@ -46,7 +46,8 @@ class ControlMesh::Impl {
     boost::system::error_code ec;
     const auto addr = asio::ip::make_address(bind_host, ec);
     if (ec) throw TransportError("control mesh: cannot listen on '" + bind_host + "': not an IP address");
-    const tcp::endpoint ep(addr, 0);
+    published_ = addr;
+    const tcp::endpoint ep(net::bind_address(addr), 0);
     acceptor_.open(ep.protocol());
     acceptor_.bind(ep, ec);
     if (ec) throw TransportError("control mesh: cannot listen on " + bind_host + ": " + sys::describe(ec));
@@ -61,11 +62,8 @@ class ControlMesh::Impl {
     if (thread_.joinable()) thread_.join();
   }
 
-  std::string address() const {
-    const auto ep = acceptor_.local_endpoint();
-    return ep.address().to_string() + ":" + std::to_string(ep.port());
-  }
-  std::string host() const { return acceptor_.local_endpoint().address().to_string(); }
+  std::string address() const { return host() + ":" + std::to_string(acceptor_.local_endpoint().port()); }
+  std::string host() const { return published_.to_string(); }
 
   void put(const std::string& key, const std::string& value, const std::vector<int>& to) {
     if (key.size() + value.size() + 64 > kMaxControlFrame)
@@ -441,6 +439,7 @@ class ControlMesh::Impl {
   asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
   auth::Gate gate_;
   tcp::acceptor acceptor_{io_};
+  asio::ip::address published_;  // the job's address; the acceptor may bind the wildcard
   asio::steady_timer accept_retry_{io_};
   asio::steady_timer tick_timer_{io_};
   sys::AcceptTrouble accept_trouble_;

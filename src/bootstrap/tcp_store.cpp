@@ -64,7 +64,8 @@ class StoreServer::Impl {
       : limits_(limits), state_(limits.store), gate_("the rendezvous store", secret, auth::Channel::store, 0, limits.handshake),
         acceptor_(io_), accept_retry_(io_),
         accept_trouble_("the rendezvous store") {
-    const tcp::endpoint ep = resolve(io_, host, port);
+    const tcp::endpoint published = resolve(io_, host, port);
+    const tcp::endpoint ep(net::bind_address(published.address()), published.port());
     acceptor_.open(ep.protocol());
     acceptor_.set_option(tcp::acceptor::reuse_address(true));
     boost::system::error_code ec;

@@ -1,5 +1,6 @@
 #include "transport/asio_endpoint.hpp"
 
+#include "base/accept_loop.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::transport {
@@ -12,7 +13,8 @@ AsioEndpoint::AsioEndpoint(const std::string& who, int rank, const std::string& 
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(bind_host, ec);
   if (ec) throw TransportError(who_ + ": cannot listen on '" + bind_host + "': not an IP address");
-  const tcp::endpoint ep(addr, 0);
+  published_ = addr;
+  const tcp::endpoint ep(net::bind_address(addr), 0);
   acceptor_.open(ep.protocol());
   if (socket_buffer > 0) {
     acceptor_.set_option(asio::socket_base::receive_buffer_size(socket_buffer), ec);
@@ -24,8 +26,7 @@ AsioEndpoint::AsioEndpoint(const std::string& who, int rank, const std::string& 
 }
 
 std::string AsioEndpoint::address() const {
-  const auto ep = acceptor_.local_endpoint();
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
+  return published_.to_string() + ":" + std::to_string(acceptor_.local_endpoint().port());
 }
 
 void AsioEndpoint::set_peer_addresses(std::vector<std::string> addrs, int size) {

@@ -62,6 +62,7 @@ class AsioEndpoint {
   boost::asio::io_context io_{1};
   AsioWaiter waiter_{io_};  // after io_: its timer lives on it
   boost::asio::ip::tcp::acceptor acceptor_{io_};
+  boost::asio::ip::address published_;  // the job's address; the acceptor may bind the wildcard
   boost::asio::steady_timer accept_retry_{io_};
   sys::AcceptTrouble accept_trouble_;
   AbortState abort_;

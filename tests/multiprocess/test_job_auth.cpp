@@ -4,15 +4,18 @@
 // frames), runs the job's handshake with a wrong secret, opens a connection and says
 // nothing, and floods the transport with more half-open connections than a listener keeps.
 // Every attempt is closed; the ranks log each refusal with the stranger's address; none
-// of it takes a rank's place or memory, and the job's allreduce afterwards is exact.
+// of it takes a rank's place or memory, and the job's allreduce afterwards is exact. And
+// the listeners bind the job's address, not every interface, unless asked to.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -242,6 +245,64 @@ TEST(JobAuth, UniqueIdCarriesTheSecret) {
     for (float x : v) require(x == 3.0f, "allreduce over an id's job is wrong");
   });
   EXPECT_EQ(failures(results), "");
+}
+
+// The IPv4 addresses this process listens on, as "a.b.c.d:port": the LISTEN sockets of
+// /proc/net/tcp whose inode is one of this process's descriptors.
+std::vector<std::string> own_listeners() {
+  std::vector<std::string> inodes;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+    if (!ec && target.rfind("socket:[", 0) == 0) inodes.push_back(target.substr(8, target.size() - 9));
+  }
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // the header
+  std::vector<std::string> out;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    f >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+    if (state != "0A" || std::find(inodes.begin(), inodes.end(), inode) == inodes.end()) continue;
+    const std::uint32_t ip = static_cast<std::uint32_t>(std::stoul(local.substr(0, 8), nullptr, 16));
+    const unsigned port = static_cast<unsigned>(std::stoul(local.substr(9), nullptr, 16));
+    out.push_back(std::to_string(ip & 0xff) + "." + std::to_string(ip >> 8 & 0xff) + "." +
+                  std::to_string(ip >> 16 & 0xff) + "." + std::to_string(ip >> 24) + ":" + std::to_string(port));
+  }
+  return out;
+}
+
+// Every listener of a job in 2 regions (the store on rank 0, the TCP transport, the WAN
+// link, the control mesh) binds the job's address (here loopback, the way to the root),
+// not every interface; STRATA_SOCKET_BIND_ANY=1 asks for the wildcard, and the job still
+// publishes, reaches and reduces over the job's address.
+TEST(JobAuth, ListenersBindTheJobsAddressUnlessAsked) {
+  for (const bool any : {false, true}) {
+    const std::string root = free_root_address();
+    const auto results = fork_ranks(2, 60s, [&](int rank) {
+      ::setenv("STRATA_JOB_SECRET", kSecret, 1);
+      ::setenv("STRATA_REGION", rank == 0 ? "east" : "west", 1);
+      if (any) ::setenv("STRATA_SOCKET_BIND_ANY", "1", 1);
+      CommOptions o;
+      o.transport = TransportKind::tcp;
+      Communicator comm(rank, 2, root, o);
+      const auto listening = own_listeners();
+      std::string all;
+      for (const auto& l : listening) all += " " + l;
+      std::cout << "rank " << rank << " listens on" << all << std::endl;
+      require(listening.size() >= (rank == 0 ? 4u : 3u), "rank " + std::to_string(rank) + " has too few listeners:" + all);
+      const std::string want = any ? "0.0.0.0:" : "127.0.0.1:";
+      for (const auto& l : listening)
+        require(l.rfind(want, 0) == 0, "rank " + std::to_string(rank) + " listens on " + l + ", not " + want + "*");
+      std::vector<std::int64_t> v(1000003);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>((i * 7919 + rank) % 65537);
+      comm.allreduce(v.data(), v.data(), v.size(), DataType::i64, ReduceOp::sum).wait();
+      for (std::size_t i = 0; i < v.size(); ++i)
+        require(v[i] == static_cast<std::int64_t>((i * 7919) % 65537 + (i * 7919 + 1) % 65537), "allreduce wrong");
+    });
+    EXPECT_EQ(failures(results), "") << (any ? "with" : "without") << " STRATA_SOCKET_BIND_ANY";
+  }
 }
 
 }  // namespace
