@@ -10,7 +10,7 @@
 // stream's unacknowledged bytes by `window`, and a send completes once acknowledged. A
 // stream that breaks is redialled and its unacknowledged frames resent (stream_rejoin.hpp).
 // With STRATA_WAN_TLS=1 every striped stream, and every redial of one, runs in TLS
-// (wire.hpp).
+// (wire.hpp), and frames carry no payload CRC: each TLS record's tag authenticates it.
 #pragma once
 
 #include <chrono>

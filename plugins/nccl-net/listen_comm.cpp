@@ -169,8 +169,8 @@ TransferCommPtr ListenComm::make_tcp_comm(Group& g, const std::string& peer) {
     opt.tls = (h.flags & kTls) ? plugin_tls() : nullptr;
     for (Wire& w : g.streams) set_buffers(w.fd(), config_.socket_buffer);
   }
-  log::info("accepted %s connection from %s: %d stream(s)%s%s%s", opt.striped ? "striped" : "direct TCP",
-            peer.c_str(), h.stream_count, opt.checksum ? ", CRC32C frames, acks" : "",
+  log::info("accepted %s connection from %s: %d stream(s)%s%s%s%s", opt.striped ? "striped" : "direct TCP",
+            peer.c_str(), h.stream_count, opt.checksum ? ", CRC32C frames" : "", opt.acks ? ", acks" : "",
             opt.rejoin ? ", broken streams redialled" : "", opt.tls ? ", TLS" : "");
   return TransferCommPtr(new RecvComm(std::move(g.streams), opt, peer, h));
 }
