@@ -137,8 +137,8 @@ tls_rounds() {
   local c t
   c=$(printf '%s\n' "${clear[@]}" | median)
   t=$(printf '%s\n' "${tls[@]}" | median)
-  printf '| %s | %s | %s | %.3f | %.3f | %.2f |\n' "$label" "$(printf '%.3f ' "${clear[@]}")" \
-    "$(printf '%.3f ' "${tls[@]}")" "$c" "$t" "$(python3 -c "print($t/$c)")"
+  printf '| %s | %s | %s | %.4f | %.4f | %.3f |\n' "$label" "$(printf '%.4f ' "${clear[@]}")" \
+    "$(printf '%.4f ' "${tls[@]}")" "$c" "$t" "$(python3 -c "print($t/$c)")"
 }
 
 tls() {
