@@ -3,8 +3,8 @@
 #   main  the release build with warnings as errors: unit, multiprocess and plugin tests,
 #         every fuzz target replaying its seed corpus and regression inputs, and the
 #         PyTorch backend's pytest suites (in the .venv scripts/python-env.sh makes)
-#   asan  a clang build under AddressSanitizer and UndefinedBehaviorSanitizer: the unit
-#         and multiprocess suites
+#   asan  a clang build under AddressSanitizer and UndefinedBehaviorSanitizer: the unit,
+#         multiprocess and plugin suites
 #   fuzz  every libFuzzer target of that build, STRATA_FUZZ_SECONDS (20) each
 #   tsan  a clang build under ThreadSanitizer: the tests of the threaded core (label engine)
 # STRATA_TEST_STAGES picks stages (default main,asan,fuzz,tsan). Arguments go to the main
