@@ -120,7 +120,10 @@ void Engine::loop() {
       // for exec_mu_ here would cost that caller a futex sleep.
       have_queue = !queue_.empty() &&
                    (stopping_ || transport::Clock::now() - queue_.front().queued_at >= kGrace);
-      have_waiting = waiting_count_.load(std::memory_order_acquire) > 0;
+      // Sends already done may still have bytes on the way (the WAN link): keep driving
+      // the transport until they are delivered, except when stopping (its destructor
+      // waits for them, boundedly).
+      have_waiting = waiting_count_.load(std::memory_order_acquire) > 0 || (!stopping_ && !transport_.settled());
       if (queue_.empty() && !have_waiting) {
         if (stopping_) return;
         if (transport::Clock::now() - idle_since > transport::spin()) {
@@ -154,7 +157,7 @@ void Engine::loop() {
           idle_since = transport::Clock::now();
           continue;
         }
-        if (!waiting_.empty()) {
+        if (!waiting_.empty() || !transport_.settled()) {
           transport_.progress();
           if (!poll_waiting()) transport_.wait_event(std::chrono::microseconds(200));
           idle_since = transport::Clock::now();

@@ -65,7 +65,9 @@ class Transport {
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
-  // The buffer must stay untouched (send) or unread (recv) until the request is done.
+  // The buffer must stay untouched (send) or unread (recv) until the request is done. A
+  // send may be done before its bytes reached the peer (the WAN link copies them): the
+  // transport then needs progress() calls until settled().
   // A receive fails if the matched message is larger than `capacity`.
   // Sending to yourself is allowed and matched like any other message.
   virtual RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) = 0;
@@ -83,6 +85,11 @@ class Transport {
   virtual void abort(const std::string& why) = 0;
   virtual bool aborted() const = 0;
   virtual std::string abort_reason() const = 0;
+
+  // Thread-safe. False while sends that are already done still have bytes to deliver or
+  // acknowledgements to await: whoever drives the transport keeps calling progress()
+  // (the engine does; settle() below for other callers).
+  virtual bool settled() const { return true; }
 
   // Thread-safe (any thread may read while the engine runs); see TrafficCounters.
   virtual TrafficCounters traffic() const { return {}; }
@@ -114,5 +121,7 @@ std::chrono::microseconds spin();
 inline bool wait(Transport& t, const RequestPtr& r, Clock::time_point deadline) {
   return wait_all(t, std::span<const RequestPtr>(&r, 1), deadline);
 }
+// Drives progress until the transport is settled(); false if the deadline passes first.
+bool settle(Transport& t, Clock::time_point deadline);
 
 }  // namespace strata::transport

@@ -43,4 +43,16 @@ bool wait_all(Transport& t, std::span<const RequestPtr> reqs, Clock::time_point 
   }
 }
 
+bool settle(Transport& t, Clock::time_point deadline) {
+  for (;;) {
+    t.progress();
+    if (t.settled() || t.aborted()) return true;  // aborted: nothing more will move
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    t.wait_event(std::min<std::chrono::microseconds>(
+        std::chrono::microseconds(1000),
+        std::chrono::duration_cast<std::chrono::microseconds>(deadline - now)));
+  }
+}
+
 }  // namespace strata::transport

@@ -35,6 +35,7 @@ class RoutedTransport : public transport::Transport {
   transport::TrafficCounters traffic() const override { return wan_->traffic(); }
   std::chrono::microseconds wait_latency() const override { return kTurn / 2; }
   std::string trouble() const override;
+  bool settled() const override { return local_->settled() && wan_->settled(); }
 
  private:
   Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }

@@ -25,6 +25,7 @@ WanOptions wan_options_from_config() {
     o.streams = 4;
   }
   o.unexpected_bytes = static_cast<std::size_t>(config::get(config::unexpected_bytes));
+  o.send_buffer = static_cast<std::size_t>(config::get(config::wan_send_buffer));
   const double timeout_s = config::get(config::timeout_s);
   o.reconnect_for = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
   o.tls = TlsSettings::from_config();

@@ -20,6 +20,9 @@ struct WanOptions {
   int socket_buffer = 8 << 20;  // SO_SNDBUF / SO_RCVBUF
   std::size_t window = 64u << 20;  // unacknowledged bytes per stream (emulation may lower)
   std::chrono::milliseconds reconnect_for{std::chrono::seconds(60)};  // then the peer fails
+  // Per peer: sends copied and completed at once, their bytes kept until acknowledged
+  // (STRATA_WAN_SEND_BUFFER). A send that does not fit completes on its acknowledgement.
+  std::size_t send_buffer = 32u << 20;
   // Staging memory for messages that arrive before their receive, all peers together; a
   // message that does not fit stalls its stream until its receive is posted.
   std::size_t unexpected_bytes = std::size_t{1} << 30;

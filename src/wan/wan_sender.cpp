@@ -1,8 +1,10 @@
 // The WAN link's sending side: lazy connections, adaptive striping onto streams,
 // cumulative acks, and reconnect-and-resend when a stream breaks.
+#include <algorithm>
 #include <cstring>
 
 #include "bootstrap/tcp_store.hpp"
+#include "base/log.hpp"
 #include "base/sys_errors.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/striping.hpp"
@@ -15,12 +17,17 @@ using asio::ip::tcp;
 
 namespace {
 constexpr std::size_t kMaxBatch = 16;               // frames per gathered write
-
-// A frame acknowledged: its send completes with its last stripe.
-void retire(const std::shared_ptr<WanRequest>& req, std::size_t) {
-  if (--req->stripes_left == 0) req->complete(req->size);
-}
 }  // namespace
+
+void WanTransport::retire(const ReqPtr& req) {
+  if (--req->stripes_left > 0) return;
+  req->complete(req->size);
+  if (req->owned) {
+    out_[static_cast<std::size_t>(req->peer())].owned_bytes -= req->size;
+    owned_total_.fetch_sub(req->size, std::memory_order_relaxed);
+    req->owned.reset();
+  }
+}
 
 void WanTransport::service_outbound(int peer, Clock::time_point now) {
   auto& o = out_[static_cast<std::size_t>(peer)];
@@ -46,6 +53,25 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
     else next_due_ = std::min(next_due_, st.retry_at);
   }
   schedule(peer);
+}
+
+void WanTransport::drain_owned(std::chrono::milliseconds limit) {
+  // A peer whose streams are all down (it died, or the path did) would only run the clock.
+  auto worth_waiting = [](const Outbound& o) {
+    if (o.owned_bytes == 0 || !o.failed.empty() || o.departing) return false;
+    for (const auto& st : o.streams)
+      if (!st.down) return true;
+    return false;
+  };
+  const auto until = Clock::now() + limit;
+  while (Clock::now() < until && std::any_of(out_.begin(), out_.end(), worth_waiting)) {
+    progress();
+    wait_event(std::chrono::milliseconds(1));
+  }
+  for (std::size_t p = 0; p < out_.size(); ++p)
+    if (out_[p].owned_bytes > 0 && out_[p].failed.empty())
+      log::warn("WAN link closing with " + std::to_string(out_[p].owned_bytes) + " bytes of completed sends to rank " +
+                std::to_string(p) + " not acknowledged");
 }
 
 void WanTransport::schedule(int peer) {
@@ -78,7 +104,7 @@ void WanTransport::schedule(int peer) {
     h.offset = ps.next_offset;
     h.total = ps.req->size;
     h.tag = ps.req->tag;
-    const char* payload = static_cast<const char*>(ps.req->buf) + ps.next_offset;
+    const char* payload = ps.req->source() + ps.next_offset;
     st.q.push(h, payload, crc32c(payload, len), ps.req);
     ps.next_offset += len;
     if (ps.next_offset >= ps.req->size) o.pending.pop_front();
@@ -167,7 +193,7 @@ void WanTransport::write(int peer, int s) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
     t.writing = false;
-    t.q.release(retire);  // acknowledgements that came while it was being written
+    t.q.release([this](const ReqPtr& r, std::size_t) { retire(r); });  // acknowledgements that came while it was being written
     if (ec) return break_outbound(peer, s, "send failed: " + ec.message());
     write(peer, s);
     schedule(peer);
@@ -207,7 +233,7 @@ void WanTransport::farewell_outbound(int peer, int s, std::uint64_t sent_msgs) {
 
 void WanTransport::apply_ack(int peer, int s, std::uint64_t seq) {
   auto& st = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-  const bool moved = st.q.ack(seq, retire);
+  const bool moved = st.q.ack(seq, [this](const ReqPtr& r, std::size_t) { retire(r); });
   if (!moved) return;
   st.failures = 0;
   st.down = false;
@@ -229,7 +255,7 @@ void WanTransport::break_outbound(int peer, int s, const std::string& why) {
   if (st.connected) ++reconnects_;
   st.connected = false;
   st.writing = false;
-  st.q.release(retire);  // closing the socket ended its write
+  st.q.release([this](const ReqPtr& r, std::size_t) { retire(r); });  // closing the socket ended its write
   st.q.rewind();        // everything unacknowledged goes again on the next connection
   const auto now = Clock::now();
   if (!st.down) {
@@ -259,6 +285,8 @@ void WanTransport::fail_peer(int peer, const std::string& why) {
   const std::string msg = "rank " + std::to_string(peer) + ": " + why;
   for (auto& p : o.pending) p.req->fail(msg);
   o.pending.clear();
+  owned_total_.fetch_sub(o.owned_bytes, std::memory_order_relaxed);
+  o.owned_bytes = 0;  // the copies go with their frames
   boost::system::error_code ec;
   for (auto& st : o.streams) {
     st.q.clear([&](const ReqPtr& req) { req->fail(msg); });

@@ -41,6 +41,9 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
 
 WanTransport::~WanTransport() {
   if (!aborted()) {
+    // Completed sends may still be on their way: see them acknowledged first (a peer
+    // that fails meanwhile is given up on, and the wait is bounded).
+    drain_owned(std::min<std::chrono::milliseconds>(opt_.reconnect_for, std::chrono::seconds(30)));
     // Finish writes already queued (acknowledgements above all) before saying goodbye.
     net_.poll();
   }
@@ -69,6 +72,16 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
     return req;
   }
   req->stripes_left = bytes == 0 ? 1 : (bytes + opt_.stripe_bytes - 1) / opt_.stripe_bytes;
+  if (bytes > 0 && out.owned_bytes + bytes <= opt_.send_buffer) {
+    // The link owns the bytes from here: the caller's buffer is free at once.
+    req->owned.reset(new char[bytes]);
+    std::memcpy(req->owned.get(), buf, bytes);
+    out.owned_bytes += bytes;
+    owned_total_.fetch_add(bytes, std::memory_order_relaxed);
+    req->complete(bytes);
+  } else if (bytes == 0 && opt_.send_buffer > 0) {
+    req->complete(0);  // nothing to keep: its frame still goes, in order
+  }
   out.pending.push_back(PendingSend{req, out.next_msg_id++, 0});
   count(payload_sent_, bytes);
   next_due_ = Clock::time_point::min();  // the next progress() schedules it

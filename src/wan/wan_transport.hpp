@@ -6,8 +6,11 @@
 // per-stream sequence number and a CRC32C (frame.hpp). A sender keeps each frame until
 // it is acknowledged, so when a stream breaks (error, EOF, CRC mismatch, emulated loss)
 // it reconnects that stream with exponential backoff and resends; the receiver drops
-// what it already has by sequence number. A send completes once all its stripes are
-// acknowledged. Receivers reassemble by (message id, offset) and match messages to
+// what it already has by sequence number. A send completes as soon as the link owns its
+// bytes: it copies them (up to options().send_buffer per peer) and keeps the copy until
+// every stripe is acknowledged, so a collective waits for its receives, not for a round
+// trip behind its last send; a send that does not fit completes once acknowledged.
+// Closing waits (boundedly) for the copies still unacknowledged. Receivers reassemble by (message id, offset) and match messages to
 // receives in message-id order per peer, which keeps the seam's FIFO per (source, tag).
 //
 // A rank that closes says goodbye on its idle streams, naming how many messages it sent
@@ -66,10 +69,14 @@ class WanRequest : public transport::Request {
     done_ = true;
   }
 
+  // Sends: where the stripes are read from, the link's own copy if it took one.
+  const char* source() const { return owned ? owned.get() : static_cast<const char*>(buf); }
+
   const Tag tag;
   void* const buf;
   const std::size_t size;
   std::size_t stripes_left = 0;  // sends: stripes not yet acknowledged
+  std::unique_ptr<char[]> owned;  // sends completed early: the bytes, until acknowledged
 
  private:
   bool done_ = false;
@@ -89,6 +96,7 @@ class WanTransport : public transport::AsioTransport {
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
+  bool settled() const override { return owned_total_.load(std::memory_order_relaxed) == 0; }
 
   const WanOptions& options() const { return opt_; }
   // Streams broken and reopened so far (sender side), for tests and logs.
@@ -139,6 +147,7 @@ class WanTransport : public transport::AsioTransport {
     TokenBucket bucket;
     Clock::time_point rate_ready{};
     bool cut_done = false;
+    std::size_t owned_bytes = 0;  // copies of completed sends not yet acknowledged
   };
 
   // ---- receiving (wan_receiver.cpp)
@@ -197,6 +206,12 @@ class WanTransport : public transport::AsioTransport {
   void write(int peer, int s);
   void read_ack(int peer, int s);
   void apply_ack(int peer, int s, std::uint64_t seq);
+  // A frame of `req` acknowledged: with its last one the send completes (if it had not)
+  // and the link's copy goes.
+  void retire(const ReqPtr& req);
+  // Before closing: waits, at most `limit`, until every completed send's copy is
+  // acknowledged, giving up on a peer whose streams break or who left.
+  void drain_owned(std::chrono::milliseconds limit);
   void break_outbound(int peer, int s, const std::string& why);
   void fail_peer(int peer, const std::string& why);
   // receiver
@@ -255,6 +270,7 @@ class WanTransport : public transport::AsioTransport {
   std::mt19937_64 rng_;
   std::uint64_t reconnects_ = 0;
   std::size_t staged_ = 0;  // budgeted staging bytes held
+  std::atomic<std::size_t> owned_total_{0};  // Outbound::owned_bytes over all peers
   std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
   bool abort_applied_ = false;
 };

@@ -246,6 +246,7 @@ void oversized_announcement(TransportKind kind, bool wan) {
     if (rank == 2) {
       store.get("announced", Clock::now() + 20s);
       require(transport::wait(*t, t->isend(0, 5, msg.data(), msg.size()), Clock::now() + 20s), "send timed out");
+      require(transport::settle(*t, Clock::now() + 20s), "send not acknowledged");
       store.get("done", Clock::now() + 40s);
       return;
     }

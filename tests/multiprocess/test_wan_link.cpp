@@ -109,6 +109,7 @@ double one_way_seconds(transport::Transport& t, bootstrap::Store& store, std::si
   if (t.rank() == 0) {
     require(transport::wait(t, t.isend(1, 9, buf.data(), bytes), Clock::now() + kWaitBudget),
             name + ": send timed out");
+    require(transport::settle(t, Clock::now() + kWaitBudget), name + ": not acknowledged in time");
   } else {
     Bytes in(bytes);
     require(transport::wait(t, t.irecv(0, 9, in.data(), in.size()), Clock::now() + kWaitBudget),
@@ -185,6 +186,78 @@ TEST(WanLink, EmulatedRateIsRespected) {
   });
   EXPECT_EQ(test::failures(rs), "");
   std::cout << rs[0].output;
+}
+
+// A send completes once the link owns its bytes, not a round trip later: under 150 ms of
+// emulated one-way delay, rank 0's sends of 0, 1 and 1 MiB+3 bytes are done within 50 ms,
+// and it overwrites their buffers at once; rank 1 still receives the original bytes, and
+// rank 0's transport settles only once the acknowledgements are back (two delays). A
+// send larger than what the link keeps per peer (STRATA_WAN_SEND_BUFFER, 2 MiB here)
+// completes on its acknowledgement, as every send does with a send buffer of 0.
+TEST(WanLink, SendCompletesWhenTheLinkOwnsItsBytes) {
+  for (const std::size_t buffer : {std::size_t{2} << 20, std::size_t{0}}) {
+    WanOptions opt;
+    opt.emulation = parse_emulation("delay=150ms");
+    opt.send_buffer = buffer;
+    const auto rs = run_ranks(2, opt, [&](transport::Transport& t, bootstrap::Store& store) {
+      const std::vector<std::size_t> sizes = {3u << 20, 0, 1, (1u << 20) + 3};  // owned ones last
+      const std::string name = "buffer" + std::to_string(buffer);
+      if (t.rank() == 1) {
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+          Bytes in(sizes[i] + 1, 0xEE);
+          require(transport::wait(t, t.irecv(0, 4, in.data(), in.size()), Clock::now() + kWaitBudget), "receive");
+          const Bytes want = random_bytes(0, 1, sizes[i], i);
+          require(std::equal(want.begin(), want.end(), in.begin()), name + ": message " + std::to_string(i) + " differs");
+        }
+        barrier(store, 1, 2, name);
+        return;
+      }
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        Bytes out = random_bytes(0, 1, sizes[i], i);
+        const auto start = Clock::now();
+        require(transport::wait(t, t.isend(1, 4, out.data(), out.size()), Clock::now() + kWaitBudget), "send");
+        const double took = std::chrono::duration<double>(Clock::now() - start).count();
+        std::fill(out.begin(), out.end(), 0);  // the caller's buffer is free once the send is done
+        const bool owned = buffer > 0 && sizes[i] <= buffer;
+        std::cout << name << ": send of " << sizes[i] << " B done in " << took * 1e3 << " ms" << std::endl;
+        if (owned)
+          require(took < 0.05, name + ": a send of " + std::to_string(sizes[i]) + " B the link could own took " +
+                                   std::to_string(took) + " s");
+        else
+          require(took > 0.25, name + ": a send of " + std::to_string(sizes[i]) +
+                                   " B completed before its acknowledgement could come (" + std::to_string(took) + " s)");
+      }
+      const auto start = Clock::now();
+      require(transport::settle(t, Clock::now() + kWaitBudget), name + ": never settled");
+      const double settled = std::chrono::duration<double>(Clock::now() - start).count();
+      if (buffer > 0)
+        require(settled > 0.2, name + ": settled after " + std::to_string(settled) +
+                                   " s, before any acknowledgement could come back");
+      barrier(store, 0, 2, name);
+    });
+    EXPECT_EQ(test::failures(rs), "") << "send buffer " << buffer;
+  }
+}
+
+// Completed sends still on their way when the transport is destroyed are delivered first:
+// rank 0 sends 4 MiB under 100 ms of delay and leaves at once; rank 1 gets every byte.
+TEST(WanLink, ClosingDeliversCompletedSends) {
+  WanOptions opt;
+  opt.emulation = parse_emulation("delay=100ms");
+  const auto rs = run_ranks(2, opt, [&](transport::Transport& t, bootstrap::Store& store) {
+    const Bytes out = random_bytes(0, 1, 4u << 20, 9);
+    if (t.rank() == 0) {
+      barrier(store, 0, 2, "posted");
+      require(transport::wait(t, t.isend(1, 6, out.data(), out.size()), Clock::now() + kWaitBudget), "send");
+      return;  // the transport is destroyed with the bytes unacknowledged
+    }
+    Bytes in(out.size());
+    auto r = t.irecv(0, 6, in.data(), in.size());
+    barrier(store, 1, 2, "posted");
+    require(transport::wait(t, r, Clock::now() + kWaitBudget), "receive");
+    require(in == out, "the bytes of a send completed before its sender closed differ");
+  });
+  EXPECT_EQ(test::failures(rs), "");
 }
 
 // A rank that closes its transport says goodbye on its streams: a peer still waiting to

@@ -52,6 +52,8 @@ std::uint64_t exchange(transport::Transport& t, bootstrap::Store& store, int n,
       }
       const std::string what = "round " + std::to_string(round) + ", size " + std::to_string(size);
       require(transport::wait_all(t, reqs, Clock::now() + kWaitBudget), what + ": timed out");
+      // Sends are done once the link owns their bytes; see them delivered before going on.
+      require(transport::settle(t, Clock::now() + kWaitBudget), what + ": sends not acknowledged in time");
       for (int p = 0; p < n; ++p) {
         if (p == me) continue;
         const Bytes want = random_bytes(p, me, size, salt);
