@@ -10,6 +10,9 @@ namespace {
 // How long an operation nobody waits for sits before the engine thread takes it: long
 // enough for a caller that issues and then waits to get there first.
 constexpr auto kGrace = std::chrono::microseconds(30);
+// How often an otherwise idle engine drives a transport that still delivers sends which
+// are already done: often enough to keep a WAN link's socket buffers filled.
+constexpr auto kNudge = std::chrono::microseconds(500);
 }  // namespace
 
 Engine::Engine(transport::Transport& t, OnError on_error)
@@ -120,12 +123,26 @@ void Engine::loop() {
       // for exec_mu_ here would cost that caller a futex sleep.
       have_queue = !queue_.empty() &&
                    (stopping_ || transport::Clock::now() - queue_.front().queued_at >= kGrace);
-      // Sends already done may still have bytes on the way (the WAN link): keep driving
-      // the transport until they are delivered, except when stopping (its destructor
-      // waits for them, boundedly).
-      have_waiting = waiting_count_.load(std::memory_order_acquire) > 0 || (!stopping_ && !transport_.settled());
+      have_waiting = waiting_count_.load(std::memory_order_acquire) > 0;
       if (queue_.empty() && !have_waiting) {
         if (stopping_) return;
+        if (!transport_.settled()) {
+          // Sends already done still have bytes on the way (the WAN link): nudge the
+          // transport now and then without holding exec_mu_ while waiting, so a caller's
+          // next operation never waits behind it (the caller's own waits drive it too).
+          // When stopping, the transport's destructor sees them delivered, boundedly.
+          lock.unlock();
+          {
+            std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
+            if (exec.owns_lock()) transport_.progress();
+          }
+          lock.lock();
+          sleeping_ = true;
+          cv_.wait_for(lock, kNudge, [this] { return !queue_.empty() || stopping_; });
+          sleeping_ = false;
+          idle_since = transport::Clock::now();
+          continue;
+        }
         if (transport::Clock::now() - idle_since > transport::spin()) {
           sleeping_ = true;
           tick = !cv_.wait_for(lock, std::chrono::milliseconds(100),
@@ -157,7 +174,7 @@ void Engine::loop() {
           idle_since = transport::Clock::now();
           continue;
         }
-        if (!waiting_.empty() || !transport_.settled()) {
+        if (!waiting_.empty()) {
           transport_.progress();
           if (!poll_waiting()) transport_.wait_event(std::chrono::microseconds(200));
           idle_since = transport::Clock::now();

@@ -18,7 +18,8 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
       gate_("wan link of rank " + std::to_string(rank), opt_.secret, bootstrap::auth::Channel::wan, 8),
       out_(static_cast<std::size_t>(size)),
       in_(static_cast<std::size_t>(size)),
-      rng_(std::random_device{}() ^ static_cast<std::uint64_t>(rank)) {
+      rng_(std::random_device{}() ^ static_cast<std::uint64_t>(rank)),
+      copies_(opt_.send_buffer) {
   if (opt_.streams < 1) throw InvalidArgument("wan transport: need at least one stream");
   if (opt_.emulation.window) {
     opt_.window = opt_.emulation.window;
@@ -72,10 +73,10 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
     return req;
   }
   req->stripes_left = bytes == 0 ? 1 : (bytes + opt_.stripe_bytes - 1) / opt_.stripe_bytes;
-  if (bytes > 0 && out.owned_bytes + bytes <= opt_.send_buffer) {
+  if (bytes > 0 && worth_owning(out, bytes)) {
     // The link owns the bytes from here: the caller's buffer is free at once.
-    req->owned.reset(new char[bytes]);
-    std::memcpy(req->owned.get(), buf, bytes);
+    req->owned = copies_.take(bytes);
+    std::memcpy(req->owned.data.get(), buf, bytes);
     out.owned_bytes += bytes;
     owned_total_.fetch_add(bytes, std::memory_order_relaxed);
     req->complete(bytes);

@@ -9,7 +9,8 @@
 // what it already has by sequence number. A send completes as soon as the link owns its
 // bytes: it copies them (up to options().send_buffer per peer) and keeps the copy until
 // every stripe is acknowledged, so a collective waits for its receives, not for a round
-// trip behind its last send; a send that does not fit completes once acknowledged.
+// trip behind its last send. Sends up to 64 KiB are always copied, larger ones where the
+// measured round trip costs more than the copy; the rest complete once acknowledged.
 // Closing waits (boundedly) for the copies still unacknowledged. Receivers reassemble by (message id, offset) and match messages to
 // receives in message-id order per peer, which keeps the seam's FIFO per (source, tag).
 //
@@ -38,6 +39,7 @@
 #include "transport/delivery.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/transport.hpp"
+#include "wan/buffer_cache.hpp"
 #include "wan/emulation.hpp"
 #include "wan/frame.hpp"
 #include "wan/stream_core.hpp"
@@ -70,13 +72,13 @@ class WanRequest : public transport::Request {
   }
 
   // Sends: where the stripes are read from, the link's own copy if it took one.
-  const char* source() const { return owned ? owned.get() : static_cast<const char*>(buf); }
+  const char* source() const { return owned.data ? owned.data.get() : static_cast<const char*>(buf); }
 
   const Tag tag;
   void* const buf;
   const std::size_t size;
   std::size_t stripes_left = 0;  // sends: stripes not yet acknowledged
-  std::unique_ptr<char[]> owned;  // sends completed early: the bytes, until acknowledged
+  BufferCache::Buffer owned;  // sends completed early: the bytes, until acknowledged
 
  private:
   bool done_ = false;
@@ -132,6 +134,9 @@ class WanTransport : public transport::AsioTransport {
     // The peer said goodbye on this stream, or it closed after a goodbye on another:
     // no acknowledgement can come on it any more, and it is not reconnected.
     bool farewell = false;
+    // Round-trip sample in flight: the last frame of a write, and when it went.
+    std::uint64_t probe_seq = 0;
+    Clock::time_point probe_sent{};
   };
   struct PendingSend {
     ReqPtr req;
@@ -148,6 +153,9 @@ class WanTransport : public transport::AsioTransport {
     Clock::time_point rate_ready{};
     bool cut_done = false;
     std::size_t owned_bytes = 0;  // copies of completed sends not yet acknowledged
+    // Smoothed time from writing a frame to its acknowledgement (0: no sample yet): what
+    // a send that waits for its acknowledgement pays beyond its bytes.
+    std::chrono::nanoseconds srtt{0};
   };
 
   // ---- receiving (wan_receiver.cpp)
@@ -209,6 +217,9 @@ class WanTransport : public transport::AsioTransport {
   // A frame of `req` acknowledged: with its last one the send completes (if it had not)
   // and the link's copy goes.
   void retire(const ReqPtr& req);
+  // Whether isend copies `bytes` for `peer` and completes at once: the copy must fit the
+  // peer's send buffer and cost less than the round trip it saves.
+  bool worth_owning(const Outbound& o, std::size_t bytes) const;
   // Before closing: waits, at most `limit`, until every completed send's copy is
   // acknowledged, giving up on a peer whose streams break or who left.
   void drain_owned(std::chrono::milliseconds limit);
@@ -271,6 +282,7 @@ class WanTransport : public transport::AsioTransport {
   std::uint64_t reconnects_ = 0;
   std::size_t staged_ = 0;  // budgeted staging bytes held
   std::atomic<std::size_t> owned_total_{0};  // Outbound::owned_bytes over all peers
+  BufferCache copies_;  // memory of those copies, reused
   std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
   bool abort_applied_ = false;
 };
