@@ -22,9 +22,12 @@ constexpr std::size_t kMaxBatch = 16;               // frames per gathered write
 void WanTransport::retire(const ReqPtr& req) {
   if (--req->stripes_left > 0) return;
   req->complete(req->size);
+  if (!req->early) return;
+  auto& o = out_[static_cast<std::size_t>(req->peer())];
+  --o.early_sends;
+  early_total_.fetch_sub(1, std::memory_order_relaxed);
   if (req->owned.data) {
-    out_[static_cast<std::size_t>(req->peer())].owned_bytes -= req->size;
-    owned_total_.fetch_sub(req->size, std::memory_order_relaxed);
+    o.owned_bytes -= req->size;
     copies_.give(std::move(req->owned));
   }
 }
@@ -72,7 +75,7 @@ bool WanTransport::worth_owning(const Outbound& o, std::size_t bytes) const {
 void WanTransport::drain_owned(std::chrono::milliseconds limit) {
   // A peer whose streams are all down (it died, or the path did) would only run the clock.
   auto worth_waiting = [](const Outbound& o) {
-    if (o.owned_bytes == 0 || !o.failed.empty() || o.departing) return false;
+    if (o.early_sends == 0 || !o.failed.empty() || o.departing) return false;
     for (const auto& st : o.streams)
       if (!st.down) return true;
     return false;
@@ -83,8 +86,9 @@ void WanTransport::drain_owned(std::chrono::milliseconds limit) {
     wait_event(std::chrono::milliseconds(1));
   }
   for (std::size_t p = 0; p < out_.size(); ++p)
-    if (out_[p].owned_bytes > 0 && out_[p].failed.empty())
-      log::warn("WAN link closing with " + std::to_string(out_[p].owned_bytes) + " bytes of completed sends to rank " +
+    if (out_[p].early_sends > 0 && out_[p].failed.empty())
+      log::warn("WAN link closing with " + std::to_string(out_[p].early_sends) + " completed sends (" +
+                std::to_string(out_[p].owned_bytes) + " bytes) to rank " +
                 std::to_string(p) + " not acknowledged");
 }
 
@@ -310,7 +314,8 @@ void WanTransport::fail_peer(int peer, const std::string& why) {
   const std::string msg = "rank " + std::to_string(peer) + ": " + why;
   for (auto& p : o.pending) p.req->fail(msg);
   o.pending.clear();
-  owned_total_.fetch_sub(o.owned_bytes, std::memory_order_relaxed);
+  early_total_.fetch_sub(o.early_sends, std::memory_order_relaxed);
+  o.early_sends = 0;
   o.owned_bytes = 0;  // the copies go with their frames
   boost::system::error_code ec;
   for (auto& st : o.streams) {

@@ -78,10 +78,14 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
     req->owned = copies_.take(bytes);
     std::memcpy(req->owned.data.get(), buf, bytes);
     out.owned_bytes += bytes;
-    owned_total_.fetch_add(bytes, std::memory_order_relaxed);
-    req->complete(bytes);
+    req->early = true;
   } else if (bytes == 0 && opt_.send_buffer > 0) {
-    req->complete(0);  // nothing to keep: its frame still goes, in order
+    req->early = true;  // nothing to keep: its frame still goes, in order
+  }
+  if (req->early) {
+    ++out.early_sends;
+    early_total_.fetch_add(1, std::memory_order_relaxed);
+    req->complete(bytes);
   }
   out.pending.push_back(PendingSend{req, out.next_msg_id++, 0});
   count(payload_sent_, bytes);

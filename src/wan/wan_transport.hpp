@@ -79,6 +79,7 @@ class WanRequest : public transport::Request {
   const std::size_t size;
   std::size_t stripes_left = 0;  // sends: stripes not yet acknowledged
   BufferCache::Buffer owned;  // sends completed early: the bytes, until acknowledged
+  bool early = false;         // completed before its acknowledgement (zero bytes need no copy)
 
  private:
   bool done_ = false;
@@ -98,7 +99,7 @@ class WanTransport : public transport::AsioTransport {
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
-  bool settled() const override { return owned_total_.load(std::memory_order_relaxed) == 0; }
+  bool settled() const override { return early_total_.load(std::memory_order_relaxed) == 0; }
 
   const WanOptions& options() const { return opt_; }
   // Streams broken and reopened so far (sender side), for tests and logs.
@@ -153,6 +154,7 @@ class WanTransport : public transport::AsioTransport {
     Clock::time_point rate_ready{};
     bool cut_done = false;
     std::size_t owned_bytes = 0;  // copies of completed sends not yet acknowledged
+    std::size_t early_sends = 0;  // sends completed before their acknowledgement, still unacknowledged
     // Smoothed time from writing a frame to its acknowledgement (0: no sample yet): what
     // a send that waits for its acknowledgement pays beyond its bytes.
     std::chrono::nanoseconds srtt{0};
@@ -281,7 +283,7 @@ class WanTransport : public transport::AsioTransport {
   std::mt19937_64 rng_;
   std::uint64_t reconnects_ = 0;
   std::size_t staged_ = 0;  // budgeted staging bytes held
-  std::atomic<std::size_t> owned_total_{0};  // Outbound::owned_bytes over all peers
+  std::atomic<std::size_t> early_total_{0};  // Outbound::early_sends over all peers
   BufferCache copies_;  // memory of those copies, reused
   std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
   bool abort_applied_ = false;
