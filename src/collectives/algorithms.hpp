@@ -74,6 +74,11 @@ void direct_reduce_scatter(Context& ctx, const Group& g, const void* send, void*
 void direct_allgather(Context& ctx, const Group& g, const void* send, void* recv,
                       std::size_t sendcount, DataType dt);
 
+// One-round allreduce: every rank sends its vector to all others and reduces the p vectors
+// in group order, so all end with the same bits; in chunks of ctx.chunk_bytes().
+void exchange_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                        std::size_t count, DataType dt, ReduceOp op);
+
 // Dissemination barrier: ceil(log2 p) rounds of empty messages.
 void dissemination_barrier(Context& ctx, const Group& g);
 

@@ -45,6 +45,13 @@ RequestPtr Context::recv_tagged(int peer, transport::Tag tag, void* buf, std::si
   return p_.transport->irecv(peer, tag, buf, bytes);
 }
 
+void Context::check_stamp(int peer, const std::string& theirs) {
+  if (theirs == p_.stamp) return;
+  if (p_.stamp_mismatch) p_.stamp_mismatch(peer, theirs);
+  throw MismatchError("collective mismatch: " + p_.what + " on rank " + std::to_string(my_rank()) + ", but rank " +
+                      std::to_string(peer) + " called another collective");
+}
+
 void Context::wait(const RequestPtr& r) { wait_all({r}); }
 
 std::size_t Context::wait_bytes(const RequestPtr& r) {

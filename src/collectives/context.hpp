@@ -68,6 +68,11 @@ class Context {
     std::size_t chunk_bytes = 1 << 20;
     std::string what;                 // "allreduce #12 (f32 x 1000, sum)", for errors
     std::function<void(bool)> guard;  // throws on a detected mismatch; arg: final check
+    // The call's fingerprint as bytes, and what a peer's different one throws: for
+    // algorithms that finish in one round, before the ring check (guard) could hold a
+    // mismatched call's data back. Empty: no stamps to compare (outside a communicator).
+    std::string stamp;
+    std::function<void(int peer, const std::string& theirs)> stamp_mismatch;
     // Picks the algorithm of every call run in this context that names none, the per-level
     // calls of hierarchical plans included; nullptr: threshold_chooser().
     const Chooser* chooser = nullptr;
@@ -103,6 +108,10 @@ class Context {
   int my_rank() const { return p_.transport->rank(); }
   const Chooser& chooser() const;
   std::uint64_t seq() const { return p_.seq; }
+  // This call's stamp (see Params), and the check of one a peer (transport rank) sent:
+  // throws MismatchError naming both calls when they differ.
+  const std::string& stamp() const { return p_.stamp; }
+  void check_stamp(int peer, const std::string& theirs);
 
  private:
   [[noreturn]] void throw_timeout(const std::string& waiting_for);

@@ -69,6 +69,10 @@ void run_param_server(Context& ctx, const Group& g, const CollArgs& a) {
   param_server_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
 }
 
+void run_exchange(Context& ctx, const Group& g, const CollArgs& a) {
+  exchange_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+}
+
 void run_dissemination(Context& ctx, const Group& g, const CollArgs&) { dissemination_barrier(ctx, g); }
 
 constexpr Algorithm kAlgorithms[] = {
@@ -103,13 +107,17 @@ constexpr Algorithm kAlgorithms[] = {
      "dedicated server processes (STRATA_ROLE=server) each hold a shard: workers push, "
      "servers sum, workers pull; worker NICs carry the vector once each way",
      served, run_param_server},
+    {AlgorithmId::exchange, "exchange",
+     "one round: every rank sends its vector to all others and reduces all p in rank order; "
+     "one latency at p-1 times the bytes, for small messages over long links (across regions)",
+     only<K::allreduce>, run_exchange},
 };
 
 // algorithm(id) indexes the table, so it must list every id once, in order.
 constexpr bool ids_in_order() {
   for (std::size_t i = 0; i < std::size(kAlgorithms); ++i)
     if (static_cast<std::size_t>(kAlgorithms[i].id) != i) return false;
-  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::param_server) + 1;
+  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::exchange) + 1;
 }
 static_assert(ids_in_order());
 

@@ -425,6 +425,14 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
     const auto tag = transport::collective_tag(fp.seq, transport::Channel::fingerprint);
     fp_recv = transport_->irecv(prev, tag, &theirs, sizeof theirs);
     fp_send = transport_->isend(next, tag, &fp, sizeof fp);
+    params.stamp.assign(reinterpret_cast<const char*>(&fp), sizeof fp);
+    params.stamp_mismatch = [&](int peer, const std::string& bytes) {
+      Fingerprint other;
+      std::memcpy(&other, bytes.data(), std::min(bytes.size(), sizeof other));
+      throw MismatchError("collective mismatch: rank " + std::to_string(rank_) + " called " + fp.describe() +
+                          " but rank " + std::to_string(peer) + " called " + other.describe() +
+                          algorithm_difference(fp, other));
+    };
     params.guard = [&](bool final) {
       if (!fp_recv->done() && final)  // the fingerprint travels ahead of the data
         transport::wait(*transport_, fp_recv, Clock::now() + std::chrono::seconds(1));

@@ -108,6 +108,12 @@ std::optional<Cost> allreduce(AlgorithmId a, int p, double N, const GroupCost& g
       return terms(2, 2 * f * N, f * N, g, 2 * (q - 2));
     case AlgorithmId::param_server:
       return param_server(p, N, N, g);
+    case AlgorithmId::exchange: {
+      // One round per chunk, each of p - 1 messages posted at once; every rank sends
+      // (and reduces) p - 1 whole vectors.
+      const double C = chunks(N, g.chunk_bytes);
+      return terms(C, (q - 1) * N, (q - 1) * N, g, C * (q - 2));
+    }
     default:
       return std::nullopt;
   }

@@ -159,7 +159,9 @@ TEST(SelectorTable, PicksByRegime) {
   const auto& small = sel.choose(K::allreduce, DataType::f32, 2, world);
   const auto& large = sel.choose(K::allreduce, DataType::f32, 1 << 24, world);
   // Few messages when latency rules, bandwidth-optimal algorithms when bytes do.
-  EXPECT_TRUE(small.id == AlgorithmId::recursive_doubling || small.id == AlgorithmId::direct) << small.name;
+  EXPECT_TRUE(small.id == AlgorithmId::exchange || small.id == AlgorithmId::recursive_doubling ||
+              small.id == AlgorithmId::direct)
+      << small.name;
   EXPECT_TRUE(large.id == AlgorithmId::ring || large.id == AlgorithmId::halving_doubling ||
               large.id == AlgorithmId::direct)
       << large.name;
