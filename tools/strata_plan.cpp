@@ -378,6 +378,28 @@ void print_measured(const topo::Selector& sel, const collectives::Group& world, 
   for (const auto& m : misses) std::printf("  miss: %s\n", m.c_str());
 }
 
+// Why the top level crosses regions in the order it does: its slowest hop against the
+// slowest hop of the order the regions' lowest ranks give.
+void print_region_ring(const topo::Figures& f, const hierarchy::Plan& plan) {
+  if (!plan.region_ring || plan.region_ring->order.size() < 3) return;
+  const auto& best = *plan.region_ring;
+  auto natural = best.order;
+  std::sort(natural.begin(), natural.end(), [&](const std::string& a, const std::string& b) {
+    return std::find(f.regions.begin(), f.regions.end(), a) < std::find(f.regions.begin(), f.regions.end(), b);
+  });
+  const auto by_rank = topo::ring_in_order(f, natural);
+  std::printf("region ring: %s\n", topo::describe(best, f).c_str());
+  if (by_rank.order == best.order) {
+    std::printf("  the regions' rank order is already the best ring%s\n",
+                f.wan.empty() ? " (no WAN matrix: every order costs the same)" : "");
+  } else {
+    std::printf("  instead of rank order %s\n", topo::describe(by_rank, f).c_str());
+    std::printf("  judged by the slowest hop's bandwidth, then its latency, then the sum of latencies:"
+                " %.2fx the bandwidth of rank order\n",
+                best.worst.beta > 0 ? by_rank.worst.beta / best.worst.beta : 1.0);
+  }
+}
+
 // ---- modes --------------------------------------------------------------------------
 
 void print_plan(const topo::Selector& sel, const std::vector<Locality>& ls, const std::optional<hierarchy::Plan>& plan,
@@ -392,6 +414,7 @@ void print_plan(const topo::Selector& sel, const std::vector<Locality>& ls, cons
   }
   if (plan) {
     std::printf("plan: %s (rank 0's groups)\n", plan->describe().c_str());
+    print_region_ring(sel.figures(), *plan);
     for (std::size_t i = 0; i < plan->mine.size(); ++i)
       if (!plan->mine[i].ranks.empty())
         print_level(sel, plan->mine[i], std::string("level ") + topo::to_string(plan->levels[i].level), kinds, sizes);
@@ -416,7 +439,8 @@ int run_offline(const Options& o) {
   if (file) topo::apply_file(f, *file);
   const auto spec = config::get(config::algo);
   topo::Selector sel(f, ls, topo::parse_algorithm_rules(spec, "STRATA_ALGO", true));
-  const auto plan = hierarchy::make_plan(ls, 0, hierarchy::parse_choice(spec));
+  auto plan = hierarchy::make_plan(ls, 0, hierarchy::parse_choice(spec));
+  if (plan) hierarchy::order_regions(*plan, ls, f);
   std::printf("strata-plan: %zu ranks in %zu region(s)\n", ls.size(), f.regions.size());
   print_figures(f, nullptr);
   print_plan(sel, ls, plan, o);

@@ -217,6 +217,9 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   for (int j = 0; j < servers_; ++j) world_.servers.push_back(size_ + j);
   selector_->add_group(world_);
   if (plan_) {
+    hierarchy::order_regions(*plan_, localities_, selector_->figures());
+    if (rank_ == 0 && plan_->region_ring->order.size() > 2)
+      log::info("regions in ring order: " + topology::describe(*plan_->region_ring, selector_->figures()));
     for (const auto& g : plan_->mine) selector_->add_group(g);
     plan_->pricing = hierarchy::price_levels(*selector_, *plan_);
   }

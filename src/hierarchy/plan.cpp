@@ -24,6 +24,10 @@ std::string Plan::describe() const {
     s += mine[i].ranks.empty() ? "-" : std::to_string(mine[i].size()) + " ranks";
     s += "]";
   }
+  if (region_ring && region_ring->order.size() > 2) {
+    s += "; regions in ring order:";
+    for (const auto& r : region_ring->order) s += " " + r;
+  }
   return s;
 }
 
@@ -66,6 +70,32 @@ std::optional<Plan> make_plan(const std::vector<Locality>& localities, int rank,
     p.mine.push_back(std::move(g));
   }
   return p;
+}
+
+void order_regions(Plan& plan, const std::vector<Locality>& localities, const topology::Figures& f) {
+  if (plan.levels.empty()) return;
+  auto& top = plan.levels.back();
+  const auto region_of = [&](int r) -> const std::string& { return localities.at(static_cast<std::size_t>(r)).region; };
+  std::vector<std::pair<int, std::string>> lowest;  // (lowest rank, region)
+  for (const auto& g : top.groups)
+    for (int r : g) {
+      auto it = std::find_if(lowest.begin(), lowest.end(), [&](const auto& e) { return e.second == region_of(r); });
+      if (it == lowest.end()) lowest.emplace_back(r, region_of(r));
+      else it->first = std::min(it->first, r);
+    }
+  std::sort(lowest.begin(), lowest.end());
+  std::vector<std::string> regions;
+  for (auto& [r, name] : lowest) regions.push_back(name);
+  plan.region_ring = topology::best_ring(f, regions);
+  const auto& order = plan.region_ring->order;
+  const auto place = [&](int r) { return std::find(order.begin(), order.end(), region_of(r)) - order.begin(); };
+  for (auto& g : top.groups)
+    std::stable_sort(g.begin(), g.end(), [&](int a, int b) { return place(a) < place(b); });
+  const int at = top.group_of[static_cast<std::size_t>(plan.rank)];
+  if (at < 0) return;
+  collectives::Group& mine = plan.mine.back();
+  mine.ranks = top.groups[static_cast<std::size_t>(at)];
+  mine.me = plan.position(plan.depth() - 1, plan.rank);
 }
 
 }  // namespace strata::hierarchy

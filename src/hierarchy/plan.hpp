@@ -16,6 +16,7 @@
 #include "strata/locality.hpp"
 #include "topology/cost_model.hpp"
 #include "topology/levels.hpp"
+#include "topology/region_order.hpp"
 
 namespace strata::hierarchy {
 
@@ -38,6 +39,8 @@ struct Plan {
     std::size_t small_bytes = 0;              // the figures' STRATA_SMALL_BYTES
   };
   std::optional<Pricing> pricing;
+  // The order the top level's groups cross regions in (order_regions), once known.
+  std::optional<topology::RegionRing> region_ring;
 
   int depth() const { return static_cast<int>(levels.size()); }
   // Position of `rank` in its group at level i, or -1 if it sits that level out.
@@ -53,5 +56,11 @@ Choice parse_choice(const std::string& value);
 // The plan for `rank`, or nothing when the flat algorithms should run: ranks all in one
 // region, or Choice::flat. Choice::hierarchical on a single region is an InvalidArgument.
 std::optional<Plan> make_plan(const std::vector<Locality>& localities, int rank, Choice choice);
+
+// Puts the members of every top-level group in the order of the best ring over their
+// regions (topology::best_ring; members of one region keep rank order), so that a ring or
+// chain across regions avoids the slow pairs of the WAN matrix. Every rank must hold the
+// same figures (the probe agrees on them) and call it before the groups are used.
+void order_regions(Plan& plan, const std::vector<Locality>& localities, const topology::Figures& f);
 
 }  // namespace strata::hierarchy

@@ -267,20 +267,22 @@ std::optional<Cost> predict(AlgorithmId a, CollectiveKind kind, int p, double by
   if (a == AlgorithmId::dissemination)
     return kind == K::barrier ? std::optional<Cost>(terms(log2_ceil(p), 0, 0, g)) : std::nullopt;
   if (kind == K::barrier) return std::nullopt;
+  // Rings and chains hand data to the next member only; ring_reduce's gather to the root
+  // is small next to its ring, so it counts as one.
+  const bool ring_like = a == AlgorithmId::ring || a == AlgorithmId::chain;
+  GroupCost along = g;
+  if (ring_like && g.ring_link) along.link = *g.ring_link;
   std::optional<Cost> c;
   switch (kind) {
-    case K::allreduce: c = allreduce(a, p, bytes, g); break;
-    case K::reduce_scatter: c = reduce_scatter(a, p, bytes, g); break;
-    case K::allgather: c = allgather(a, p, bytes, g); break;
-    case K::broadcast: c = broadcast(a, p, bytes, g); break;
-    case K::reduce: c = reduce(a, p, bytes, g); break;
+    case K::allreduce: c = allreduce(a, p, bytes, along); break;
+    case K::reduce_scatter: c = reduce_scatter(a, p, bytes, along); break;
+    case K::allgather: c = allgather(a, p, bytes, along); break;
+    case K::broadcast: c = broadcast(a, p, bytes, along); break;
+    case K::reduce: c = reduce(a, p, bytes, along); break;
     default: return std::nullopt;
   }
   // One rank moves nothing; every algorithm is a local copy.
   if (c && p <= 1) return Cost{};
-  // Rings and chains hand data to the next member only; ring_reduce's gather to the root
-  // is small next to its ring, so it counts as one.
-  const bool ring_like = a == AlgorithmId::ring || a == AlgorithmId::chain;
   if (c) c->beta *= ring_like ? g.ring_sharing : g.wan_sharing;
   return c;
 }

@@ -93,6 +93,9 @@ struct GroupCost {
   // members (the most members any region has). Their β terms are multiplied accordingly.
   double ring_sharing = 1;
   double wan_sharing = 1;
+  // A ring or chain in group order crosses only the pairs of regions next to each other
+  // in it: its slowest hop, where that is not `link` (the slowest pair of all).
+  std::optional<LinkCost> ring_link;
   // Dedicated parameter servers serving the group, reached over the same links.
   int servers = 0;
 };

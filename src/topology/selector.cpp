@@ -5,6 +5,7 @@
 #include <map>
 
 #include "strata/errors.hpp"
+#include "topology/region_order.hpp"
 
 namespace strata::topology {
 
@@ -133,6 +134,18 @@ GroupCost Selector::group_cost(const Group& g) const {
     }
     cost.link = figures_.wan_worst(regions);
     cost.link.alpha += figures_.wait_alpha;
+    if (!figures_.wan.empty()) {
+      // The ring's own hops, where they differ from the slowest pair of all.
+      std::vector<std::string> hops;
+      for (int i = 0; i < p; ++i) {
+        const std::string& reg = localities_.at(static_cast<std::size_t>(g.rank(i))).region;
+        if (hops.empty() || hops.back() != reg) hops.push_back(reg);
+      }
+      if (hops.size() > 1 && hops.back() == hops.front()) hops.pop_back();
+      LinkCost ring = ring_in_order(figures_, hops).worst;
+      ring.alpha += figures_.wait_alpha;
+      if (!(ring == cost.link)) cost.ring_link = ring;
+    }
     for (const auto& [reg, n] : members) cost.wan_sharing = std::max(cost.wan_sharing, static_cast<double>(n));
     for (const auto& [reg, n] : ring_out) cost.ring_sharing = std::max(cost.ring_sharing, static_cast<double>(n));
   }
@@ -159,7 +172,7 @@ const ScoreTable* Selector::find(CollectiveKind kind, int p, const GroupCost& co
   for (const auto& t : tables_)
     if (t.kind == kind && t.group_size == p && t.cost.link == cost.link && t.cost.gamma == cost.gamma &&
         t.cost.chunk_bytes == cost.chunk_bytes && t.cost.ring_sharing == cost.ring_sharing &&
-        t.cost.wan_sharing == cost.wan_sharing && t.cost.servers == cost.servers)
+        t.cost.wan_sharing == cost.wan_sharing && t.cost.servers == cost.servers && t.cost.ring_link == cost.ring_link)
       return &t;
   return nullptr;
 }

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "collective_check.hpp"
+#include "core/comm_impl.hpp"
 #include "fork_ranks.hpp"
 #include "strata/strata.hpp"
+#include "temp_dir.hpp"
 
 namespace strata::test {
 namespace {
@@ -26,11 +29,17 @@ struct Run {
   // Small segments make the pipelined allreduce keep several segments in flight even
   // at test sizes.
   const char* segment_bytes = "16384";
+  std::string topo_file;  // STRATA_TOPO_FILE; when set, rank 0 also checks the region ring
+  std::vector<std::string> ring;  // the order the top level must cross regions in
 };
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 
 void run_layout(const std::vector<Place>& places, const Run& run) {
   const int n = static_cast<int>(places.size());
-  const std::string root = free_root_address();
+  const std::string root = free_root_address(), ring_root = free_root_address();
   auto results = fork_ranks(n, std::chrono::seconds(240), [&](int rank) {
     ::setenv("STRATA_REGION", places[rank].region, 1);
     ::setenv("STRATA_HOST", places[rank].host, 1);
@@ -38,6 +47,19 @@ void run_layout(const std::vector<Place>& places, const Run& run) {
     ::setenv("STRATA_WAN_EMULATE", run.wan_emulate, 1);
     ::setenv("STRATA_SEGMENT_BYTES", run.segment_bytes, 1);
     ::setenv("STRATA_TIMEOUT_S", "60", 1);
+    if (!run.topo_file.empty()) {
+      ::setenv("STRATA_TOPO_FILE", run.topo_file.c_str(), 1);
+      detail::CommImpl::Setup s;
+      s.rank = rank;
+      s.size = n;
+      s.root = ring_root;
+      s.key_prefix = "strata/";
+      s.serve_root = true;
+      detail::CommImpl c(s);
+      require(c.plan() && c.plan()->region_ring && c.plan()->region_ring->order == run.ring,
+              "rank " + std::to_string(rank) + ": the top level does not cross regions in the expected order (" +
+                  (c.plan() ? c.plan()->describe() : std::string("no plan")) + ")");
+    }
     CommOptions o;
     o.transport = run.transport;
     Communicator comm(rank, n, root, o);
@@ -70,6 +92,29 @@ TEST(Hierarchy, RanksInterleavedAcrossRegions) { run_layout(kInterleaved, {}); }
 TEST(Hierarchy, ThreeUnevenRegionsUseTheLeaderPlan) { run_layout(kUneven3, {.large = true}); }
 TEST(Hierarchy, UnevenHostsInterleavedUseTheLeaderPlan) { run_layout(kUnevenHosts, {.algo = "auto"}); }
 TEST(Hierarchy, OneRegionRunsFlat) { run_layout(kOneRegion, {.algo = "auto"}); }
+
+// Four regions where one pair (r0-r1) has a quarter of the others' bandwidth: the top
+// level crosses them in the order that avoids that pair, on the split-rail plan and on the
+// leader plan, and every collective still matches the reference.
+const char* const kSlowPairMatrix =
+    "wan { from_region: \"r0\" to_region: \"r1\" latency_ms: 25 bandwidth_mbps: 50 }\n"
+    "wan { from_region: \"r0\" to_region: \"r2\" latency_ms: 25 bandwidth_mbps: 200 }\n"
+    "wan { from_region: \"r0\" to_region: \"r3\" latency_ms: 25 bandwidth_mbps: 200 }\n"
+    "wan { from_region: \"r1\" to_region: \"r2\" latency_ms: 25 bandwidth_mbps: 200 }\n"
+    "wan { from_region: \"r1\" to_region: \"r3\" latency_ms: 25 bandwidth_mbps: 200 }\n"
+    "wan { from_region: \"r2\" to_region: \"r3\" latency_ms: 25 bandwidth_mbps: 200 }\n";
+const std::vector<Place> k4x1x2 = {{"r0", "h0"}, {"r0", "h0"}, {"r1", "h1"}, {"r1", "h1"},
+                                   {"r2", "h2"}, {"r2", "h2"}, {"r3", "h3"}, {"r3", "h3"}};
+const std::vector<Place> kUneven4 = {{"r0", "h0"}, {"r0", "h0"}, {"r0", "h4"}, {"r1", "h1"}, {"r2", "h2"}, {"r3", "h3"}};
+
+TEST(Hierarchy, RegionRingAvoidsASlowPair) {
+  TempDir dir("strata-ring");
+  const std::string topo = dir.path() + "/slow-pair.textproto";
+  write_file(topo, kSlowPairMatrix);
+  const std::vector<std::string> ring{"r0", "r2", "r1", "r3"};
+  run_layout(k4x1x2, {.topo_file = topo, .ring = ring});
+  run_layout(kUneven4, {.topo_file = topo, .ring = ring});
+}
 
 // A WAN stream cut mid-collective (after 5 frames, and then 1% of frames at random) is
 // reconnected and resent; the results still match the reference bit for bit.
