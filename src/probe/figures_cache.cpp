@@ -24,7 +24,7 @@ std::string cache_dir() {
   return "/tmp/strata-cache-" + std::to_string(::getuid());
 }
 
-constexpr const char* kCacheMagic = "strata-probe 5";
+constexpr const char* kCacheMagic = "strata-probe 6";
 
 }  // namespace
 

@@ -82,16 +82,20 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
                     Clock::time_point deadline) {
   const auto tag = probe_tag(index);
   std::vector<char> out(kLarge, 0), in(kLarge, 0);
+  std::vector<double> small, large;
+  // The first round trip is a warm-up (connection setup, first page faults) and also
+  // waits for the responder to finish the pairs before this one: it is dropped, and the
+  // pair's budget starts after it. A pair measured from that wait alone once took 45 ms
+  // of "latency" on a link with 0.05 ms.
+  const double first = round_trip(t, p.to, tag, out, in, kSmall, deadline);
   const auto start = Clock::now();
   auto elapsed = [&] { return Seconds(Clock::now() - start); };
-  std::vector<double> small, large;
-  // The first round trip is a warm-up (connection setup, first page faults) and is
-  // dropped, unless it took so much of the budget that there may be no time for another.
+  // The first large one warms the path up too; it is kept only when it took so much of
+  // the budget that there may be no time for another.
   auto warm_up = [&](std::vector<double>& into, std::size_t bytes) {
     const double rtt = round_trip(t, p.to, tag, out, in, bytes, deadline);
     if (rtt > budget.count() / 4) into.push_back(rtt);
   };
-  warm_up(small, kSmall);
   // Single messages and bursts in turn, so each burst is set against a single message
   // sent under the same load: their difference is what the further messages added (the
   // gap). A session of three ranks or more replaces it with a fan-out (agree_figures).
@@ -102,9 +106,12 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
     if (elapsed() < budget * 0.4)
       extra.push_back(round_trip(t, p.to, tag, out, in, kSmall, deadline, kBurst) - one);
   }
+  if (small.empty()) small.push_back(first);
   // The large message only while half the budget is left: on a link so slow that the
-  // small ones used it up, β keeps its built-in or file figure.
-  if (elapsed() < budget * 0.5) {
+  // small ones used it up, β keeps its built-in or file figure. Except across regions,
+  // where bandwidth differs most from pair to pair and orders the region ring: at least
+  // one there, whatever it costs (a round trip of 1 MiB each way).
+  if (elapsed() < budget * 0.5 || p.cls == LinkClass::wan) {
     warm_up(large, kLarge);
     while (static_cast<int>(large.size()) < kMaxLarge && (large.empty() || elapsed() < budget))
       large.push_back(round_trip(t, p.to, tag, out, in, kLarge, deadline));
