@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Emulated regions in network namespaces, for WAN benchmarks of strata on one machine.
 #
-#   netns.sh up R RATE [--one-way]   create strata-r0..strata-r{R-1} and the hub strata-hub
+#   netns.sh up R RATE [--one-way] [--pair I:J:RATE2]...
+#                                    create strata-r0..strata-r{R-1} and the hub strata-hub
 #   netns.sh down                    remove every strata-* namespace and leftover veth
 #   netns.sh status                  show namespaces, addresses and qdiscs
 #
@@ -9,7 +10,9 @@
 # whose peer "h<i>" sits in strata-hub on the bridge "br0", so every region reaches every
 # other through the hub.  Each region's egress is shaped with HTB to RATE on wan0; unless
 # --one-way is given, the hub side h<i> is shaped too, so what enters a region is also
-# limited to RATE (both directions).  Traffic between ranks of the same region stays on
+# limited to RATE (both directions).  --pair I:J:RATE2 also limits what regions I and J send
+# each other to RATE2 (each direction, inside the region's RATE): a slow pair of regions
+# in an otherwise even matrix.  Traffic between ranks of the same region stays on
 # that namespace's loopback route and is not shaped.  netem is not used (not available).
 #
 # Needs root, iproute2 (ip, tc) and a kernel with netns, veth, bridge and sch_htb.
@@ -23,7 +26,7 @@ MAX_REGIONS=200
 die() { echo "netns.sh: error: $*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -52,17 +55,34 @@ down() {
   echo "netns.sh: removed $n namespace(s)"
 }
 
-shape() {  # shape NS DEV RATE: HTB root qdisc limiting DEV's egress to RATE
-  local ns=$1 dev=$2 rate=$3
+shape() {  # shape NS DEV RATE [nested]: HTB root qdisc limiting DEV's egress to RATE
+  local ns=$1 dev=$2 rate=$3 parent=1:
   ip netns exec "$ns" tc qdisc replace dev "$dev" root handle 1: htb default 10 ||
     die "tc htb on $ns/$dev failed (is sch_htb available?)"
+  if [[ ${4:-} == nested ]]; then  # a parent at RATE that slow pairs' classes go under too
+    ip netns exec "$ns" tc class replace dev "$dev" parent 1: classid 1:1 htb \
+      rate "$rate" ceil "$rate" burst 64k cburst 64k quantum 60000 || die "tc class on $ns/$dev failed"
+    parent=1:1
+  fi
   # burst/cburst ~ a few ms at the rate keeps HTB accurate without starving TCP.
-  ip netns exec "$ns" tc class replace dev "$dev" parent 1: classid 1:10 htb \
+  ip netns exec "$ns" tc class replace dev "$dev" parent "$parent" classid 1:10 htb \
     rate "$rate" ceil "$rate" burst 64k cburst 64k quantum 60000 ||
     die "tc class on $ns/$dev with rate '$rate' failed"
   # A bounded FIFO under the class (HTB's default leaf is pfifo with txqueuelen packets).
   ip netns exec "$ns" tc qdisc replace dev "$dev" parent 1:10 handle 10: pfifo limit 1000 ||
     die "tc pfifo on $ns/$dev failed"
+}
+
+# slow_pair NS J RATE2: what region NS sends region J in its own class, under the parent
+# class shape_nested made at the region's rate, so the pair shares the region's link and
+# is also held to RATE2.
+slow_pair() {
+  local ns=$1 j=$2 rate=$3 dev=wan0 cls=$((100 + $2))
+  ip netns exec "$ns" tc class replace dev "$dev" parent 1:1 classid "1:$cls" htb \
+    rate "$rate" ceil "$rate" burst 64k cburst 64k quantum 60000 || die "tc class for the pair on $ns failed"
+  ip netns exec "$ns" tc qdisc replace dev "$dev" parent "1:$cls" handle "$cls:" pfifo limit 1000
+  ip netns exec "$ns" tc filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+    match ip dst "${SUBNET}.$((j + 1))/32" flowid "1:$cls" || die "tc filter for the pair on $ns failed"
 }
 
 reachable() {  # reachable NS ADDR
@@ -75,13 +95,26 @@ reachable() {  # reachable NS ADDR
   [[ $out == *"refused"* ]]
 }
 
+valid_rate() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?([kmgt]?(bit|bps))$ ]]; }
+
 up() {
-  local r=${1:-} rate=${2:-} oneway=${3:-}
+  local r=${1:-} rate=${2:-} oneway="" pairs=() a
+  shift 2 || true
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --one-way) oneway=--one-way; shift ;;
+      --pair) [[ $# -ge 2 ]] || die "--pair needs I:J:RATE"; pairs+=("$2"); shift 2 ;;
+      *) die "unknown option '$1'" ;;
+    esac
+  done
   [[ $r =~ ^[0-9]+$ ]] && (( r >= 1 && r <= MAX_REGIONS )) ||
     die "R must be an integer in [1, $MAX_REGIONS], got '${r}'"
-  [[ $rate =~ ^[0-9]+(\.[0-9]+)?([kmgt]?(bit|bps))$ ]] ||
-    die "RATE must look like 200mbit, 1gbit or 500kbit (tc units), got '${rate}'"
-  [[ -z $oneway || $oneway == --one-way ]] || die "unknown option '$oneway'"
+  valid_rate "$rate" || die "RATE must look like 200mbit, 1gbit or 500kbit (tc units), got '${rate}'"
+  for a in "${pairs[@]}"; do
+    [[ $a =~ ^([0-9]+):([0-9]+):(.+)$ ]] && (( BASH_REMATCH[1] < r && BASH_REMATCH[2] < r )) &&
+      (( BASH_REMATCH[1] != BASH_REMATCH[2] )) && valid_rate "${BASH_REMATCH[3]}" ||
+      die "--pair must be I:J:RATE with two different regions below $r and a tc rate, got '$a'"
+  done
 
   # Idempotent: start from a clean slate, so a second 'up' applies the new R and RATE.
   if [[ -n $(ours) ]]; then down >/dev/null; fi
@@ -92,7 +125,7 @@ up() {
   ip -n "$HUB" link add br0 type bridge || die "cannot create bridge in $HUB (bridge module?)"
   ip -n "$HUB" link set br0 up
 
-  local i ns
+  local i j ns nested prate
   for ((i = 0; i < r; i++)); do
     ns=${PREFIX}${i}
     ip netns add "$ns" || die "cannot create namespace $ns"
@@ -106,8 +139,15 @@ up() {
     ip -n "$HUB" link set "h$i" up
     ip -n "$ns" addr add "${SUBNET}.$((i + 1))/24" dev wan0
     ip -n "$ns" link set wan0 up
-    shape "$ns" wan0 "$rate"
+    nested=""
+    for a in "${pairs[@]}"; do [[ $a == "$i:"* || $a == *":$i:"* ]] && nested=nested; done
+    shape "$ns" wan0 "$rate" $nested
     [[ $oneway == --one-way ]] || shape "$HUB" "h$i" "$rate"
+  done
+  for a in "${pairs[@]}"; do
+    IFS=: read -r i j prate <<<"$a"
+    slow_pair "${PREFIX}$i" "$j" "$prate"
+    slow_pair "${PREFIX}$j" "$i" "$prate"
   done
   trap - ERR
 
@@ -118,7 +158,8 @@ up() {
       { down >/dev/null; die "${PREFIX}0 cannot reach ${SUBNET}.$((i + 1)) after setup"; }
   done
   echo "netns.sh: $r region(s) up: ${PREFIX}0..${PREFIX}$((r - 1)) = ${SUBNET}.1..${SUBNET}.$r," \
-       "egress shaped to $rate$([[ $oneway == --one-way ]] && echo ' (one way)' || echo ' (both ways)')"
+       "egress shaped to $rate$([[ $oneway == --one-way ]] && echo ' (one way)' || echo ' (both ways)')" \
+       "${pairs[*]:+; slow pairs ${pairs[*]}}"
 }
 
 status() {
@@ -134,7 +175,7 @@ status() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  up)     need_root; [[ $# -ge 2 && $# -le 3 ]] || usage; up "$@" ;;
+  up)     need_root; [[ $# -ge 2 ]] || usage; up "$@" ;;
   down)   need_root; [[ $# -eq 0 ]] || usage; down ;;
   status) need_root; status ;;
   *)      usage ;;

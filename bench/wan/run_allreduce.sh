@@ -9,6 +9,8 @@
 #   --peer gloo          run Gloo's best allreduce (strata-peer-gloo) instead of strata-perf
 #   --rate RATE          HTB rate of each region's link (tc units)        [200mbit]
 #   --one-way            shape only region egress (default: both directions)
+#   --pair I:J:RATE      regions I and J send each other at most RATE (repeatable; netns.sh)
+#   --topo FILE          STRATA_TOPO_FILE for the ranks (figures that override the probe's)
 #   --algo A             STRATA_ALGO: hier, flat or auto                  [hier]
 #   --streams K          STRATA_WAN_STREAMS (TCP streams per WAN peer)     [unset: auto]
 #   --delay D            in-process WAN delay: STRATA_WAN_EMULATE=delay=D,window=WIN
@@ -37,12 +39,12 @@ root=$(cd "$here/../.." && pwd)
 
 R=2 P=2 RATE=200mbit ONEWAY="" ALGO=hier STREAMS="" DELAY="" WINDOW=4m TRANSPORT=tcp
 SIZE=64M DTYPE=float ITERS=3 WARMUP=1 PORT=29500 IPERF_T=5 NO_IPERF=0 BW_BPS="" TIMEOUT=300
-LOGS="" KEEP=0 PERF="$root/build/tools/strata-perf" INTERLEAVE=0 PEER=strata
+PAIRS=() TOPO="" LOGS="" KEEP=0 PERF="$root/build/tools/strata-perf" INTERLEAVE=0 PEER=strata
 GLOO="$root/build/bench/peers/strata-peer-gloo"
 EXTRA=()
 
 die() { echo "run_allreduce.sh: error: $*" >&2; exit 1; }
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -52,6 +54,8 @@ while [[ $# -gt 0 ]]; do
     --peer) PEER=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --one-way) ONEWAY=--one-way; shift ;;
+    --pair) PAIRS+=(--pair "$2"); shift 2 ;;
+    --topo) TOPO=$(realpath "$2"); shift 2 ;;
     --algo) ALGO=$2; shift 2 ;;
     --streams) STREAMS=$2; shift 2 ;;
     --delay) DELAY=$2; shift 2 ;;
@@ -133,7 +137,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$here/netns.sh" up "$R" "$RATE" $ONEWAY
+"$here/netns.sh" up "$R" "$RATE" $ONEWAY "${PAIRS[@]}"
 
 # ---- raw throughput region 0 -> region 1
 if (( NO_IPERF )); then
@@ -171,6 +175,7 @@ else
   ENVS=("STRATA_WORLD_SIZE=$W" "STRATA_ROOT=10.77.0.1:$PORT" "STRATA_ALGO=$ALGO"
         "STRATA_TRANSPORT=$TRANSPORT" "STRATA_TIMEOUT_S=$TIMEOUT")
   [[ -n $STREAMS ]] && ENVS+=("STRATA_WAN_STREAMS=$STREAMS")
+  [[ -n $TOPO ]] && ENVS+=("STRATA_TOPO_FILE=$TOPO")
   [[ -n $DELAY ]] && ENVS+=("STRATA_WAN_EMULATE=delay=$DELAY,window=$WINDOW")
   PROG=$PERF
   ARGS=(-b "$N" -e "$N" -n "$ITERS" -w "$WARMUP" -d "$DTYPE" --transport "$TRANSPORT" "${EXTRA[@]}")
