@@ -78,6 +78,8 @@ Bench::Shape Bench::shape(const Case& c, std::uint64_t size_bytes) const {
       s.param = count / n;
       s.send = s.recv = s.param * n;
       break;
+    case Collective::barrier:  // moves nothing: one row, whatever the sizes asked
+      break;
     default:
       s.param = s.send = s.recv = count;
       break;
@@ -133,6 +135,9 @@ void Bench::issue(const Case& c, const Shape& s, const Buffers& b, std::vector<W
     case Collective::alltoall:
       pending.push_back(comm_.alltoall(b.send, b.recv, s.param, c.dtype));
       break;
+    case Collective::barrier:
+      pending.push_back(comm_.barrier(o));
+      break;
   }
 }
 
@@ -166,6 +171,8 @@ void Bench::prepare(const Case& c, const Shape& s, bool in_place, const Pattern&
     case Collective::broadcast:
       if (!in_place || me != c.root) poison(recv, s.recv);
       if (me == c.root) fill(in_place ? recv : send, c.dtype, s.send, p, me, 0);
+      break;
+    case Collective::barrier:
       break;
   }
 }
@@ -239,6 +246,8 @@ std::int64_t Bench::check_group(const Case& c, const Shape& s, bool in_place) {
         e.block = s.param;
         e.first = static_cast<std::size_t>(me) * s.param;
         wrong += count_wrong(b.recv, c.dtype, s.recv, p, e);
+        break;
+      case Collective::barrier:  // its ordering is tested (collective_check.hpp), not its data
         break;
     }
   }

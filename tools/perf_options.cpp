@@ -23,6 +23,7 @@ constexpr CollectiveName kCollectiveNames[] = {
     {"broadcast", Collective::broadcast},         {"bcast", Collective::broadcast},
     {"reduce", Collective::reduce},               {"sendrecv", Collective::sendrecv},
     {"alltoall", Collective::alltoall},           {"all_to_all", Collective::alltoall},
+    {"barrier", Collective::barrier},
 };
 
 CLI::Validator size_validator() {
@@ -46,6 +47,7 @@ const char* collective_name(Collective c) {
     case Collective::reduce: return "reduce";
     case Collective::sendrecv: return "sendrecv";
     case Collective::alltoall: return "alltoall";
+    case Collective::barrier: return "barrier";
   }
   return "unknown";
 }
@@ -69,6 +71,7 @@ std::optional<CollectiveKind> collective_kind(Collective c) {
     case Collective::all_gather: return CollectiveKind::allgather;
     case Collective::broadcast: return CollectiveKind::broadcast;
     case Collective::reduce: return CollectiveKind::reduce;
+    case Collective::barrier: return CollectiveKind::barrier;
     case Collective::sendrecv:
     case Collective::alltoall: return std::nullopt;  // no algorithm to choose
   }
@@ -117,7 +120,8 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
       ->check(CLI::Range(0, 2))->capture_default_str();
   app.add_option("-r,--root", root, "Root rank of broadcast and reduce, or all")->capture_default_str();
   app.add_option("-t,--test,--collective", test,
-                 "all_reduce, reduce_scatter, all_gather, broadcast, reduce, sendrecv (ring neighbours) or alltoall")
+                 "all_reduce, reduce_scatter, all_gather, broadcast, reduce, sendrecv (ring neighbours), alltoall or "
+                 "barrier (one row, whatever the sizes)")
       ->capture_default_str();
   app.add_option("--ranks", ranks, "Start this many local ranks and run as one job")->check(CLI::Range(1, 4096));
   app.add_option("--regions", o.regions,

@@ -13,7 +13,7 @@
 
 namespace strata::perf {
 
-enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, sendrecv, alltoall };
+enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, sendrecv, alltoall, barrier };
 
 // nccl-tests' name ("all_reduce", ...), also the name bus_bw_factor expects.
 const char* collective_name(Collective c);

@@ -128,7 +128,9 @@ int run_rank(const PerfOptions& o) {
 
   Bench bench(comm, o);
   std::vector<ResultRow> rows;
-  const auto sizes = sweep_sizes(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
+  const auto sizes = o.collective == Collective::barrier
+                         ? std::vector<std::uint64_t>{0}
+                         : sweep_sizes(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
   // --algo: one block of rows per algorithm, each under a comment line naming it.
   for (const std::string& algo : algorithms_to_run(o, n, static_cast<int>(config::get(config::servers)))) {
     if (me == 0 && !algo.empty()) print("# algorithm " + algo + "\n");

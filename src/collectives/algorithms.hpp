@@ -78,6 +78,8 @@ void direct_allgather(Context& ctx, const Group& g, const void* send, void* recv
 // in group order, so all end with the same bits; in chunks of ctx.chunk_bytes().
 void exchange_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
                         std::size_t count, DataType dt, ReduceOp op);
+// One-round barrier: a message to every other rank, carrying the call's stamp.
+void exchange_barrier(Context& ctx, const Group& g);
 
 // Dissemination barrier: ceil(log2 p) rounds of empty messages.
 void dissemination_barrier(Context& ctx, const Group& g);

@@ -1,4 +1,4 @@
-// One-round allreduce: every rank sends its vector to every other and reduces all p
+// One-round allreduce (and barrier): every rank sends its vector to every other and reduces all p
 // vectors itself, in group order (position 0's first), so every rank applies the same
 // operations to the same operands and ends with the same bits. One latency where
 // recursive doubling pays log2 p (three rounds for p = 3) and direct two, at p - 1 times
@@ -70,6 +70,24 @@ void exchange_allreduce(Context& ctx, const Group& g, const void* send, void* re
     for (int q = 2; q < p; ++q) kernels::reduce(dt, op, out + off, out + off, operand(q), n);
     if (op == ReduceOp::avg) kernels::finish_avg(dt, out + off, n, p);
   }
+}
+
+void exchange_barrier(Context& ctx, const Group& g) {
+  const int p = g.size(), me = g.me;
+  if (p == 1) return;
+  // The messages carry the call's stamp, so a barrier met by another collective is named
+  // here rather than by whatever that collective's ranks then wait for.
+  const std::string& stamp = ctx.stamp();
+  std::vector<std::string> theirs(static_cast<std::size_t>(p), std::string(stamp.size(), '\0'));
+  std::vector<RequestPtr> reqs;
+  for (int k = 1; k < p; ++k) {
+    const int from = direct_from(me, k, p);
+    reqs.push_back(ctx.recv(g.rank(from), Channel::data, theirs[static_cast<std::size_t>(from)].data(), stamp.size()));
+  }
+  for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::data, stamp.data(), stamp.size()));
+  ctx.wait_all(reqs);
+  for (int q = 0; q < p; ++q)
+    if (q != me) ctx.check_stamp(g.rank(q), theirs[static_cast<std::size_t>(q)]);
 }
 
 }  // namespace strata::collectives

@@ -70,6 +70,7 @@ void run_param_server(Context& ctx, const Group& g, const CollArgs& a) {
 }
 
 void run_exchange(Context& ctx, const Group& g, const CollArgs& a) {
+  if (a.kind == K::barrier) return exchange_barrier(ctx, g);
   exchange_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
 }
 
@@ -109,8 +110,9 @@ constexpr Algorithm kAlgorithms[] = {
      served, run_param_server},
     {AlgorithmId::exchange, "exchange",
      "one round: every rank sends its vector to all others and reduces all p in rank order; "
-     "one latency at p-1 times the bytes, for small messages over long links (across regions)",
-     only<K::allreduce>, run_exchange},
+     "one latency at p-1 times the bytes, for small messages over long links (across regions); "
+     "as a barrier, one message to every other rank",
+     only<K::allreduce, K::barrier>, run_exchange},
 };
 
 // algorithm(id) indexes the table, so it must list every id once, in order.

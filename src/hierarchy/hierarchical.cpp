@@ -24,6 +24,14 @@ bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collect
     case CollectiveKind::broadcast:
       split ? split_rail_broadcast(ctx, plan, a) : leader_broadcast(ctx, plan, a);
       return true;
+    case CollectiveKind::barrier:
+      // Split rail: every rank is at every level, and the levels' groups cut the world
+      // like the digits of a number, so a barrier per level, innermost first, waits for
+      // all: the region level's crosses the WAN once. The leader plan's non-leaders
+      // would need a second pass down; it runs flat.
+      if (!split) return false;
+      for (const auto& g : plan.mine) collectives::run_collective(ctx, g, a);
+      return true;
     default:
       return false;
   }

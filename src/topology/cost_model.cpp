@@ -266,7 +266,8 @@ const char* Cost::bound() const {
 std::optional<Cost> predict(AlgorithmId a, CollectiveKind kind, int p, double bytes, const GroupCost& g) {
   if (a == AlgorithmId::dissemination)
     return kind == K::barrier ? std::optional<Cost>(terms(log2_ceil(p), 0, 0, g)) : std::nullopt;
-  if (kind == K::barrier) return std::nullopt;
+  if (kind == K::barrier)  // exchange: one round of p - 1 messages posted at once
+    return a == AlgorithmId::exchange ? std::optional<Cost>(terms(1, 0, 0, g, p - 2.0)) : std::nullopt;
   // Rings and chains hand data to the next member only; ring_reduce's gather to the root
   // is small next to its ring, so it counts as one.
   const bool ring_like = a == AlgorithmId::ring || a == AlgorithmId::chain;

@@ -73,7 +73,7 @@ TEST_P(Registry, MatchReference) {
     o.algorithm = prm.algorithm;
     run_all(comm, algorithm_cases(*a, prm.ranks), o);
     if (a->supports(CollectiveKind::barrier, DataType::u8, 0, prm.ranks))
-      for (int i = 0; i < 3; ++i) comm.barrier(o).wait();
+      check_barrier(comm, o);
   });
   EXPECT_EQ(failures(results), "");
 }

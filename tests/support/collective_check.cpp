@@ -1,7 +1,10 @@
 #include "collective_check.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "fork_ranks.hpp"
 #include "reference.hpp"
@@ -130,7 +133,33 @@ void p2p_and_barrier(Communicator& comm) {
     r.wait();
     require(got == want, "send/recv of " + std::to_string(n) + " bytes corrupted");
   }
-  for (int i = 0; i < 3; ++i) comm.barrier().wait();
+  check_barrier(comm);
+}
+
+void check_barrier(Communicator& comm, const CallOptions& o) {
+  // One late rank per round (each rank in turn, up to 4 rounds): nobody may leave the
+  // barrier before it entered. CLOCK_MONOTONIC is one clock for all processes here.
+  const int p = comm.size(), me = comm.rank();
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  for (int round = 0; round < std::min(p, 4); ++round) {
+    const int late = (round * 5 + 1) % p;
+    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::int64_t times[2];
+    times[0] = now_ns();
+    comm.barrier(o).wait();
+    times[1] = now_ns();
+    std::vector<std::int64_t> all(2 * static_cast<std::size_t>(p));
+    comm.allgather(times, all.data(), 2, DataType::i64).wait();
+    const std::int64_t entered = all[2 * static_cast<std::size_t>(late)];
+    for (int r = 0; r < p; ++r)
+      require(all[2 * static_cast<std::size_t>(r) + 1] >= entered,
+              "barrier round " + std::to_string(round) + ": rank " + std::to_string(r) + " left " +
+                  std::to_string((entered - all[2 * static_cast<std::size_t>(r) + 1]) / 1000) +
+                  " us before rank " + std::to_string(late) + " entered");
+  }
 }
 
 

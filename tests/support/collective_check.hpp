@@ -30,6 +30,9 @@ std::vector<Case> allreduce_cases(int p, bool large);
 std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, const CallOptions& o = {});
 // send/recv around the ring at several sizes, then barriers; throws on corruption.
 void p2p_and_barrier(Communicator& comm);
+// Barriers with one rank arriving 30 ms late in each round: throws if any rank leaves
+// before the late one entered.
+void check_barrier(Communicator& comm, const CallOptions& o = {});
 // Runs every case; throws listing the first failures.
 void run_all(Communicator& comm, const std::vector<Case>& all, const CallOptions& o = {});
 

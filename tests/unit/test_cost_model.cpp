@@ -54,6 +54,11 @@ TEST(CostModel, LogarithmicAlgorithmsOnPowersOfTwo) {
   EXPECT_DOUBLE_EQ(t(AlgorithmId::ring, K::allgather, 4, n, g), 3 * a + 0.75 * n * b);
   // Dissemination barrier: ceil(log2 p) rounds of empty messages.
   EXPECT_DOUBLE_EQ(t(AlgorithmId::dissemination, K::barrier, 5, 0, g), 3 * a);
+  // Exchange: one round, every rank posting p - 1 messages at once; as an allreduce it
+  // also moves and reduces p - 1 whole vectors.
+  const GroupCost gg{{a, b, 2e-6}, c, 1 << 20};
+  EXPECT_DOUBLE_EQ(t(AlgorithmId::exchange, K::barrier, 5, 0, gg), a + 3 * 2e-6);
+  EXPECT_DOUBLE_EQ(t(AlgorithmId::exchange, K::allreduce, 5, 1000, gg), a + 3 * 2e-6 + 4 * 1000 * (b + c));
 }
 
 TEST(CostModel, NonPowersOfTwoPayForTheFold) {

@@ -165,7 +165,15 @@ TEST(SelectorTable, PicksByRegime) {
   EXPECT_TRUE(large.id == AlgorithmId::ring || large.id == AlgorithmId::halving_doubling ||
               large.id == AlgorithmId::direct)
       << large.name;
-  EXPECT_EQ(sel.choose(K::barrier, DataType::u8, 0, world).id, AlgorithmId::dissemination);
+  // A barrier in one round while each further message costs little next to α; in
+  // log2 p rounds where every message queues for as long as a round takes.
+  EXPECT_EQ(sel.choose(K::barrier, DataType::u8, 0, world).id, AlgorithmId::exchange);
+  Figures queued = shm_figures();
+  queued.of(LinkClass::shm).cost.gap = queued.of(LinkClass::shm).cost.alpha;
+  Selector busy(queued, one_host(8), {});
+  const auto eight = collectives::Group::world(0, 8);
+  busy.add_group(eight);
+  EXPECT_EQ(busy.choose(K::barrier, DataType::u8, 0, eight).id, AlgorithmId::dissemination);
   // Every table covers every size, in order, without gaps.
   for (const auto& t : sel.tables()) {
     const auto ranges = t.ranges();
