@@ -54,7 +54,11 @@ struct Options {
   std::uint64_t min_bytes = 8, max_bytes = 1ull << 30, factor = 8;
   std::vector<std::string> measured;  // strata-perf --json files
   bool markdown = false;
+  bool learn = true;  // live: run each size until the online tuner settles, print what it learned
 };
+
+// Sizes above this are left out of the live tuning run: a few dozen calls each.
+constexpr std::uint64_t kLearnMaxBytes = 64ull << 20;
 
 // ---- formatting -------------------------------------------------------------------
 
@@ -447,6 +451,39 @@ int run_offline(const Options& o) {
   return 0;
 }
 
+// Every size of the sweep (up to kLearnMaxBytes), called as often as the online tuner
+// needs to settle it, then what the tuner kept against the model's pick.
+void learn_online(detail::CommImpl& comm, const Options& o) {
+  const int p = comm.size();
+  const int calls = 3 * (static_cast<int>(config::get(config::tune_samples)) + 1) + 1;
+  if (config::get(config::tune) == 0) {
+    if (comm.rank() == 0) std::printf("\nonline tuning: off (STRATA_TUNE=0)\n");
+    return;
+  }
+  std::vector<float> send, recv;
+  for (const auto kind : kinds_of(o.collectives))
+    for (const auto bytes : perf::sweep_sizes(o.min_bytes, std::min(o.max_bytes, kLearnMaxBytes), 0, o.factor)) {
+      const std::size_t count = count_of(kind, bytes, p);
+      send.assign(count * static_cast<std::size_t>(p), 1.0f);
+      recv.assign(count * static_cast<std::size_t>(p), 0.0f);
+      collectives::CollArgs a;
+      a.kind = kind;
+      a.send = send.data();
+      a.recv = recv.data();
+      a.count = count;
+      a.dtype = DataType::f32;
+      for (int i = 0; i < calls; ++i) comm.collective(a, CallOptions{}).wait();
+    }
+  const std::string report = comm.tuning_report();
+  if (comm.rank() != 0) return;
+  std::printf("\nlearned online (STRATA_TUNE): %d calls per size up to %s, each candidate's median averaged over "
+              "the ranks\n%s",
+              calls, bytes_str(std::min(o.max_bytes, kLearnMaxBytes)).c_str(),
+              report.empty() ? "  nothing to choose: the model left one candidate at every size\n" : report.c_str());
+  if (o.max_bytes > kLearnMaxBytes) std::printf("  (sizes above %s not run)\n", bytes_str(kLearnMaxBytes).c_str());
+  std::fflush(stdout);
+}
+
 int run_rank(const Options& o) {
   const auto info = bootstrap::discover_launch();
   detail::CommImpl::Setup s;
@@ -466,6 +503,7 @@ int run_rank(const Options& o) {
     print_plan(comm.selector(), ls, comm.plan(), o);
     std::fflush(stdout);
   }
+  if (o.learn) learn_online(comm, o);
   // Everyone stays until rank 0 has printed, so no rank sees its peers vanish early.
   comm.collective(collectives::CollArgs{CollectiveKind::barrier}, CallOptions{}).wait();
   return 0;
@@ -526,6 +564,8 @@ int main(int argc, char** argv) {
                                            "predictions; medians over the files")
       ->check(CLI::ExistingFile);
   app.add_flag("--markdown", o.markdown, "Measured tables as Markdown");
+  app.add_flag("!--no-learn", o.learn, "Live: skip the tuning run (by default each size up to 64 MiB runs until the "
+                                       "online tuner settles, and what it learned is printed)");
   try {
     app.parse(argc, argv);
     const auto lo = perf::parse_size(minb), hi = perf::parse_size(maxb);

@@ -216,6 +216,11 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   world_ = collectives::Group::world(rank_, size_);
   for (int j = 0; j < servers_; ++j) world_.servers.push_back(size_ + j);
   selector_->add_group(world_);
+  if (size_ > 1 && config::get(config::tune) != 0) {
+    topology::Tuner::Options t;
+    t.samples = static_cast<int>(config::get(config::tune_samples));
+    tuner_ = std::make_unique<topology::Tuner>(*selector_, t);
+  }
   if (plan_) {
     hierarchy::order_regions(*plan_, localities_, selector_->figures());
     if (rank_ == 0 && plan_->region_ring->order.size() > 2)
@@ -398,19 +403,22 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) 
   // A flat communicator settles the selector's choice now, so it travels in the
   // fingerprint: ranks that would pick differently (a different STRATA_ALGO) get a
   // MismatchError instead of messages that do not fit.
+  // The online tuner may still run another algorithm for it (decided on the engine
+  // thread, in execution order, the same on every rank), unless the call named one.
+  const bool tunable = !a.algorithm && !plan_ && a.kind != CollectiveKind::alltoall;
   if (!plan_ && a.kind != CollectiveKind::alltoall)
     args.algorithm = &collectives::resolve_algorithm(*selector_, world_, args, to_string(a.kind));
   if (args.algorithm) fp.algorithm = static_cast<std::uint8_t>(static_cast<int>(args.algorithm->id) + 1);
-  auto work = engine_->submit([this, fp, a = std::move(args), timeout]() -> std::optional<Pending> {
+  auto work = engine_->submit([this, fp, a = std::move(args), timeout, tunable]() -> std::optional<Pending> {
     check_usable();
-    run_collective(fp, a, timeout);
+    run_collective(fp, a, timeout, tunable);
     return std::nullopt;
   });
   return Work(work);
 }
 
 void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
-                              std::chrono::milliseconds timeout) {
+                              std::chrono::milliseconds timeout, bool tunable) {
   const std::string what = fp.describe();
   collectives::Context::Params params;
   params.transport = transport_.get();
@@ -462,7 +470,22 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
                                   quant::Shard{0, a.count}, a.op, size_);
     } else if (!plan_ || !hierarchy::run_hierarchical(ctx, *plan_, a, &feedback_)) {
       // Region-scoped compression with every rank in one region: nothing crosses a WAN.
-      collectives::run_collective(ctx, world, a);
+      // A call that names no algorithm lets the tuner try the model's close seconds.
+      const bool tuned = tuner_ && tunable && !(a.compression && a.compression->lossy());
+      collectives::CollArgs b = a;
+      if (tuned)
+        if (const auto* pick = tuner_->next(a.kind, a.dtype, a.count, world)) b.algorithm = pick;
+      const auto start = Clock::now();
+      collectives::run_collective(ctx, world, b);
+      if (tuned) {
+        const auto bytes = topology::message_bytes(a.kind, a.count, a.dtype, size_);
+        tuner_->record(a.kind, bytes, std::chrono::duration<double>(Clock::now() - start).count());
+        if (auto mine = tuner_->offer(a.kind, bytes)) {
+          ctx.wait_all({fp_send, fp_recv});  // every rank ran this very call before it is counted
+          params.guard(false);
+          tuner_->settle(a.kind, bytes, agree_on_times(fp.seq, *mine, params.deadline));
+        }
+      }
     }
     if (size_ > 1) {
       ctx.wait_all({fp_send, fp_recv});
@@ -477,6 +500,52 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
     if (!absent.empty()) symptom = with_absent(symptom, absent);
     std::rethrow_exception(settle(what + " on rank " + std::to_string(rank_), fp.seq, symptom, absent));
   }
+}
+
+std::vector<double> CommImpl::agree_on_times(std::uint64_t seq, const std::vector<double>& mine,
+                                             Clock::time_point deadline) {
+  const auto tag = transport::collective_tag(seq, transport::Channel::tune);
+  const std::size_t bytes = mine.size() * sizeof(double);
+  auto wait = [&](const transport::RequestPtr& r, int peer) {
+    if (!transport::wait(*transport_, r, deadline))
+      throw TimeoutError("tuning on rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
+                         " did not answer in time");
+    if (!r->error().empty()) throw TransportError(r->error());
+  };
+  std::vector<double> sum(mine.size());
+  if (rank_ != 0) {
+    auto r = transport_->irecv(0, tag, sum.data(), bytes);
+    wait(transport_->isend(0, tag, mine.data(), bytes), 0);
+    wait(r, 0);
+    if (r->bytes() != bytes) throw TransportError("tuning: rank 0 answered " + std::to_string(r->bytes()) + " bytes");
+    return sum;
+  }
+  std::vector<std::vector<double>> theirs(static_cast<std::size_t>(size_), std::vector<double>(mine.size()));
+  std::vector<transport::RequestPtr> recvs;
+  for (int r = 1; r < size_; ++r) recvs.push_back(transport_->irecv(r, tag, theirs[static_cast<std::size_t>(r)].data(), bytes));
+  sum = mine;
+  for (int r = 1; r < size_; ++r) {
+    const auto& req = recvs[static_cast<std::size_t>(r - 1)];
+    wait(req, r);
+    if (req->bytes() != bytes) throw TransportError("tuning: rank " + std::to_string(r) + " sent " + std::to_string(req->bytes()) + " bytes");
+    for (std::size_t c = 0; c < sum.size(); ++c) sum[c] += theirs[static_cast<std::size_t>(r)][c];
+  }
+  for (double& v : sum) v /= size_;
+  std::vector<transport::RequestPtr> sends;
+  for (int r = 1; r < size_; ++r) sends.push_back(transport_->isend(r, tag, sum.data(), bytes));
+  for (int r = 1; r < size_; ++r) wait(sends[static_cast<std::size_t>(r - 1)], r);
+  return sum;
+}
+
+std::string CommImpl::tuning_report() {
+  check_usable();
+  std::string out;
+  auto work = engine_->submit([&]() -> std::optional<Pending> {
+    if (tuner_) out = tuner_->report();
+    return std::nullopt;
+  });
+  Work(work).wait();
+  return out;
 }
 
 Compression CommImpl::compression_for(const CallOptions& o) const {

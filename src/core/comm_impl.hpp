@@ -24,6 +24,7 @@
 #include "strata/errors.hpp"
 #include "probe/probe.hpp"
 #include "topology/selector.hpp"
+#include "topology/tuner.hpp"
 #include "topology/topology_file.hpp"
 #include "transport/transport.hpp"
 
@@ -73,11 +74,15 @@ class CommImpl {
   const probe::ProbeReport& probe_report() const { return probe_report_; }
   // The hierarchical plan, if the communicator runs one.
   const std::optional<hierarchy::Plan>& plan() const { return plan_; }
+  // What the online tuner learned so far (topology::Tuner::report), read between
+  // collectives; empty when it is off.
+  std::string tuning_report();
 
  private:
   void bootstrap(const Setup& s, transport::Clock::time_point deadline);
+  // tunable: the call named no algorithm, so the online tuner may pick it.
   void run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
-                      std::chrono::milliseconds timeout);
+                      std::chrono::milliseconds timeout, bool tunable = false);
   void check_usable() const;
   void configure_spin();
   void plan_levels();  // topology file, then the hierarchical plan's groups if any
@@ -97,6 +102,10 @@ class CommImpl {
                             const std::string& hint = "");
   void fail_all(const std::string& why);  // marks the communicator failed, stops the transport
   // A notice from this rank to every other over the control mesh.
+  // Averages each rank's medians (topology::Tuner::offer) over the world, in rank order
+  // on rank 0, which answers everyone: all ranks return the same bits.
+  std::vector<double> agree_on_times(std::uint64_t seq, const std::vector<double>& mine,
+                                     transport::Clock::time_point deadline);
   void tell_everyone(ErrorCode code, std::uint64_t seq, const std::string& text, std::vector<int> lost = {});
   void connect_mesh(const std::vector<std::string>& addresses, transport::Clock::time_point deadline);
   void close_servers();  // tells the dedicated servers this worker is done
@@ -117,6 +126,7 @@ class CommImpl {
   std::optional<hierarchy::Plan> plan_;  // none: flat algorithms only
   std::optional<topology::TopologyFile> topo_file_;  // STRATA_TOPO_FILE
   std::unique_ptr<topology::Selector> selector_;
+  std::unique_ptr<topology::Tuner> tuner_;  // engine thread only; none: STRATA_TUNE=0 or one rank
   probe::ProbeReport probe_report_;
   collectives::Group world_;
   Compression default_compression_;      // STRATA_COMPRESS

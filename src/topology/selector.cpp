@@ -194,6 +194,23 @@ const Algorithm& Selector::choose(CollectiveKind kind, DataType dt, std::size_t 
   return first_supported(ranked, kind, dt, count, g.shape());
 }
 
+std::vector<Score> Selector::ranking(CollectiveKind kind, DataType dt, std::size_t count, const Group& g) const {
+  const int p = g.size();
+  const std::uint64_t bytes = message_bytes(kind, count, dt, p);
+  const GroupCost cost = cost_of(g);
+  std::vector<Score> ranked;
+  if (const ScoreTable* t = find(kind, p, cost)) {
+    ranked = t->at(bytes);
+  } else {
+    const double top = static_cast<double>(ScoreTable::bucket_top(ScoreTable::bucket(bytes)));
+    for (const auto& a : collectives::algorithms())
+      if (const auto c = predict(a.id, kind, p, top, cost)) ranked.push_back(Score{a.id, *c});
+    rank_scores(ranked);
+  }
+  std::erase_if(ranked, [&](const Score& s) { return !collectives::algorithm(s.algorithm).supports(kind, dt, count, g.shape()); });
+  return ranked;
+}
+
 std::string Selector::digest() const {
   std::string s;
   for (const auto& t : tables_)

@@ -67,6 +67,10 @@ class Selector final : public collectives::Chooser {
     return choose(a.kind, a.dtype, a.count, g);
   }
 
+  // The model's ranking for this call over g, fastest first, of the algorithms that
+  // support it; STRATA_ALGO's rules play no part (the tuner asks, after checking them).
+  std::vector<Score> ranking(CollectiveKind kind, DataType dt, std::size_t count, const collectives::Group& g) const;
+
   LinkClass group_class(const collectives::Group& g) const;
   GroupCost group_cost(const collectives::Group& g) const;
   GroupCost class_cost(LinkClass c) const;

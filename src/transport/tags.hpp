@@ -17,6 +17,7 @@ enum class Channel : std::uint8_t {
   data = 1,         // an algorithm's main stream
   data2 = 2,        // a second stream (e.g. a second tree, or a flag exchange)
   result = 3,       // results fanned back out (e.g. to ranks folded out of a power of two)
+  tune = 4,         // the online tuner's agreement after a call (topology/tuner.hpp)
   stage0 = 16,      // first of kStageChannels: one per pipeline segment in flight
 };
 

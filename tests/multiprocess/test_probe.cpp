@@ -184,6 +184,45 @@ TEST(SelectorLive, OverrideGrammarPerCallAndInStrataAlgo) {
   EXPECT_EQ(failures(results), "");
 }
 
+// The online tuner tries the model's close seconds on the first calls of a size, every
+// rank the same one in the same call, then keeps one: every call stays exact, and every
+// rank reports the same choice. With STRATA_TUNE=0 there is nothing to report.
+TEST(SelectorLive, TunerSettlesAlikeOnEveryRankAndStaysExact) {
+  const std::string root1 = free_root_address(), root2 = free_root_address();
+  auto results = fork_ranks(3, std::chrono::seconds(120), [&](int rank) {
+    ::setenv("STRATA_TIMEOUT_S", "60", 1);
+    ::setenv("STRATA_TUNE_SAMPLES", "2", 1);  // at most 3 candidates x 3 rounds
+    auto run = [&](const std::string& root) {
+      detail::CommImpl c(setup(rank, 3, root));
+      const std::size_t n = 1003;
+      for (int i = 0; i < 12; ++i) {
+        std::vector<float> in(n), out(n, -1), want(n, 0);
+        for (std::size_t j = 0; j < n; ++j) {
+          for (int r = 0; r < 3; ++r) want[j] += static_cast<float>((r * 7 + static_cast<int>(j) * 13 + i) % 17);
+          in[j] = static_cast<float>((rank * 7 + static_cast<int>(j) * 13 + i) % 17);
+        }
+        collectives::CollArgs a{CollectiveKind::allreduce, in.data(), out.data(), n, DataType::f32, ReduceOp::sum};
+        c.collective(a, CallOptions{}).wait();
+        require(out == want, "allreduce call " + std::to_string(i) + " is not exact");
+        c.collective(collectives::CollArgs{CollectiveKind::barrier}, CallOptions{}).wait();
+      }
+      const std::string report = c.tuning_report();
+      std::int64_t mine = static_cast<std::int64_t>(std::hash<std::string>{}(report)), all[3] = {};
+      collectives::CollArgs g{CollectiveKind::allgather, &mine, all, 1, DataType::i64};
+      c.collective(g, CallOptions{}).wait();
+      require(all[0] == mine && all[1] == mine && all[2] == mine, "ranks learned differently:\n" + report);
+      return report;
+    };
+    const std::string report = run(root1);
+    require(report.find("allreduce") != std::string::npos && report.find("(picked)") != std::string::npos,
+            "the 4 KiB allreduce bucket did not settle:\n" + report);
+    require(report.find("exploring") == std::string::npos, "a bucket is still exploring:\n" + report);
+    ::setenv("STRATA_TUNE", "0", 1);
+    require(run(root2).empty(), "STRATA_TUNE=0 still tuned");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
 TEST(SelectorLive, DifferentRulesOnTwoRanksAreAMismatch) {
   const std::string root = free_root_address();
   auto results = fork_ranks(2, std::chrono::seconds(60), [&](int rank) {

@@ -1,0 +1,136 @@
+#include "topology/tuner.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "strata/errors.hpp"
+
+namespace strata::topology {
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::pair<int, int> key(CollectiveKind kind, std::uint64_t bytes) {
+  return {static_cast<int>(kind), ScoreTable::bucket(bytes)};
+}
+
+}  // namespace
+
+Tuner::Tuner(const Selector& selector, Options o) : selector_(selector), opt_(o) {
+  if (opt_.samples < 1 || opt_.max_candidates < 1 || !(opt_.within >= 1))
+    throw InvalidArgument("tuner: samples and candidates must be at least 1 and the window at least 1x");
+}
+
+int Tuner::explore_calls(const Bucket& b) const {
+  return static_cast<int>(b.candidates.size()) * (opt_.samples + 1);
+}
+
+Tuner::Bucket* Tuner::find(CollectiveKind kind, std::uint64_t bytes) {
+  auto it = buckets_.find(key(kind, bytes));
+  return it == buckets_.end() ? nullptr : &it->second;
+}
+
+const Tuner::Bucket* Tuner::find(CollectiveKind kind, std::uint64_t bytes) const {
+  auto it = buckets_.find(key(kind, bytes));
+  return it == buckets_.end() ? nullptr : &it->second;
+}
+
+const collectives::Algorithm* Tuner::next(CollectiveKind kind, DataType dt, std::size_t count,
+                                          const collectives::Group& g) {
+  const std::uint64_t bytes = message_bytes(kind, count, dt, g.size());
+  if (selector_.rules().match(kind, bytes)) return nullptr;
+  auto [it, fresh] = buckets_.try_emplace(key(kind, bytes));
+  Bucket& b = it->second;
+  if (fresh) {
+    const auto ranked = selector_.ranking(kind, dt, count, g);
+    for (const auto& s : ranked) {
+      if (static_cast<int>(b.candidates.size()) >= opt_.max_candidates) break;
+      if (!b.candidates.empty() && s.cost.total() > opt_.within * ranked.front().cost.total()) break;
+      b.candidates.push_back(s.algorithm);
+    }
+  }
+  b.last = -1;
+  if (b.candidates.size() < 2) return nullptr;
+  // A later call of the bucket with arguments a candidate declines (dtype, count) goes
+  // to the selector; every rank declines alike.
+  auto usable = [&](std::size_t i) {
+    return collectives::algorithm(b.candidates[i]).supports(kind, dt, count, g.shape());
+  };
+  if (b.winner) return usable(*b.winner) ? &collectives::algorithm(b.candidates[*b.winner]) : nullptr;
+  const int k = static_cast<int>(b.candidates.size());
+  if (b.calls >= explore_calls(b)) return nullptr;  // waiting for settle(); not reached in order
+  const int i = b.calls++;
+  const auto c = static_cast<std::size_t>(i % k);
+  if (!usable(c)) return nullptr;
+  b.last = static_cast<int>(c);
+  b.last_timed = i >= k;  // the first round warms each candidate up
+  return &collectives::algorithm(b.candidates[c]);
+}
+
+void Tuner::record(CollectiveKind kind, std::uint64_t bytes, double seconds) {
+  Bucket* b = find(kind, bytes);
+  if (!b || b->last < 0 || !b->last_timed) return;
+  if (b->times.empty()) b->times.resize(b->candidates.size());
+  b->times[static_cast<std::size_t>(b->last)].push_back(seconds);
+  b->last = -1;
+}
+
+std::optional<std::vector<double>> Tuner::offer(CollectiveKind kind, std::uint64_t bytes) const {
+  const Bucket* b = find(kind, bytes);
+  if (!b || b->winner || b->candidates.size() < 2 || b->calls < explore_calls(*b)) return std::nullopt;
+  std::vector<double> out;
+  for (std::size_t c = 0; c < b->candidates.size(); ++c)
+    out.push_back(c < b->times.size() ? median(b->times[c]) : 0.0);
+  return out;
+}
+
+void Tuner::settle(CollectiveKind kind, std::uint64_t bytes, const std::vector<double>& agreed) {
+  Bucket* b = find(kind, bytes);
+  if (!b || b->winner || agreed.size() != b->candidates.size()) return;
+  b->agreed = agreed;
+  // Ties keep the model's order.
+  b->winner = static_cast<std::size_t>(std::min_element(agreed.begin(), agreed.end()) - agreed.begin());
+}
+
+int Tuner::settled() const {
+  int n = 0;
+  for (const auto& [k, b] : buckets_) n += b.winner ? 1 : 0;
+  return n;
+}
+
+std::string Tuner::report() const {
+  std::string s;
+  for (const auto& [k, b] : buckets_) {
+    if (b.candidates.size() < 2) continue;
+    char head[96];
+    std::snprintf(head, sizeof head, "  %-14s <= %-6s ", to_string(static_cast<CollectiveKind>(k.first)),
+                  format_size(ScoreTable::bucket_top(k.second)).c_str());
+    s += head;
+    if (!b.winner) {
+      s += "exploring (" + std::to_string(b.calls) + " of " + std::to_string(explore_calls(b)) + " calls)\n";
+      continue;
+    }
+    const double best = b.agreed[*b.winner];
+    for (std::size_t c = 0; c < b.candidates.size(); ++c) {
+      char one[96];
+      std::snprintf(one, sizeof one, "%s%s %.3g ms%s", c ? ", " : "", collectives::algorithm(b.candidates[c]).name,
+                    b.agreed[c] * 1e3, c == *b.winner ? " (picked)" : "");
+      s += one;
+    }
+    if (*b.winner != 0) {
+      char why[96];
+      std::snprintf(why, sizeof why, "; the model's pick was %.2fx slower", best > 0 ? b.agreed[0] / best : 1.0);
+      s += why;
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace strata::topology

@@ -1,0 +1,106 @@
+// The online tuner (topology/tuner.hpp): its schedule of candidates, what it offers for
+// agreement, the winner it keeps, and where it has no say.
+#include <gtest/gtest.h>
+
+#include "collectives/registry.hpp"
+#include "strata/errors.hpp"
+#include "topology/tuner.hpp"
+
+namespace strata::topology {
+namespace {
+
+using K = CollectiveKind;
+
+Figures host_figures() {
+  Figures f = default_figures();
+  f.of(LinkClass::shm) = LinkFigure{{1e-5, 1 / 3e9, 1e-6}, Source::probed};
+  f.gamma = 1e-10;
+  return f;
+}
+
+std::vector<Locality> one_host(int n) {
+  std::vector<Locality> ls;
+  for (int r = 0; r < n; ++r) ls.push_back(Locality{"", "", "", "h", r});
+  return ls;
+}
+
+struct Fixture {
+  Selector sel;
+  collectives::Group world;
+  explicit Fixture(AlgorithmRules rules = {}) : sel(host_figures(), one_host(3), std::move(rules)) {
+    world = collectives::Group::world(0, 3);
+    sel.add_group(world);
+  }
+};
+
+TEST(Tuner, TriesTheCloseCandidatesThenKeepsTheFastest) {
+  Fixture fx;
+  Tuner::Options o;
+  o.samples = 3;
+  Tuner t(fx.sel, o);
+  const std::size_t count = 4096;  // 16 KiB of f32
+  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 3);
+  const auto ranked = fx.sel.ranking(K::allreduce, DataType::f32, count, fx.world);
+  ASSERT_GE(ranked.size(), 2u);
+
+  std::vector<collectives::AlgorithmId> seen;
+  const collectives::Algorithm* first = t.next(K::allreduce, DataType::f32, count, fx.world);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->id, ranked.front().algorithm);  // the model's pick leads
+  seen.push_back(first->id);
+  t.record(K::allreduce, bytes, 1.0);  // warm-up: not counted
+  int calls = 1;
+  while (!t.offer(K::allreduce, bytes)) {
+    const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
+    ASSERT_NE(a, nullptr);
+    ASSERT_LT(++calls, 100) << "never offered";
+    if (std::find(seen.begin(), seen.end(), a->id) == seen.end()) seen.push_back(a->id);
+    t.record(K::allreduce, bytes, 1e-3);
+  }
+  const int k = static_cast<int>(seen.size());
+  ASSERT_GE(k, 2);
+  EXPECT_EQ(calls, k * (o.samples + 1));  // a warm-up round, then samples rounds
+  const auto mine = *t.offer(K::allreduce, bytes);
+  ASSERT_EQ(mine.size(), seen.size());
+  EXPECT_DOUBLE_EQ(mine[0], 1e-3);  // the warm-up's 1.0 was dropped
+  // What the ranks agree on decides, not this rank's own view.
+  std::vector<double> summed(mine.size(), 3e-3);
+  summed[1] = 1e-3;
+  t.settle(K::allreduce, bytes, summed);
+  EXPECT_FALSE(t.offer(K::allreduce, bytes));
+  EXPECT_EQ(t.settled(), 1);
+  for (int i = 0; i < 5; ++i) {
+    const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->id, seen[1]);
+  }
+  const std::string report = t.report();
+  EXPECT_NE(report.find("(picked)"), std::string::npos) << report;
+  EXPECT_NE(report.find("the model's pick was 3.00x slower"), std::string::npos) << report;
+  // Another size is another bucket, still exploring.
+  EXPECT_EQ(t.next(K::allreduce, DataType::f32, 1 << 20, fx.world)->id,
+            fx.sel.ranking(K::allreduce, DataType::f32, 1 << 20, fx.world).front().algorithm);
+  EXPECT_NE(t.report().find("exploring (1 of"), std::string::npos) << t.report();
+}
+
+TEST(Tuner, RulesAndLoneCandidatesAreLeftAlone) {
+  Fixture ruled(parse_algorithm_rules("allreduce:ring", "STRATA_ALGO", true));
+  Tuner t(ruled.sel, {});
+  EXPECT_EQ(t.next(K::allreduce, DataType::f32, 100, ruled.world), nullptr);
+  t.record(K::allreduce, 400, 1.0);
+  EXPECT_FALSE(t.offer(K::allreduce, 400));
+
+  Fixture fx;
+  Tuner::Options one;
+  one.max_candidates = 1;
+  Tuner lone(fx.sel, one);
+  EXPECT_EQ(lone.next(K::allreduce, DataType::f32, 100, fx.world), nullptr);
+  EXPECT_EQ(lone.report(), "");
+
+  Tuner::Options none;
+  none.samples = 0;
+  EXPECT_THROW(Tuner(fx.sel, none), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace strata::topology
