@@ -484,6 +484,7 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
           ctx.wait_all({fp_send, fp_recv});  // every rank ran this very call before it is counted
           params.guard(false);
           tuner_->settle(a.kind, bytes, agree_on_times(fp.seq, *mine, params.deadline));
+          if (rank_ == 0) log::info("tuned:" + tuner_->describe(a.kind, bytes));
         }
       }
     }

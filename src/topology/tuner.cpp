@@ -16,6 +16,9 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// Another candidate replaces the model's pick only below this share of its time.
+constexpr double kSwitchBelow = 0.9;
+
 std::pair<int, int> key(CollectiveKind kind, std::uint64_t bytes) {
   return {static_cast<int>(kind), ScoreTable::bucket(bytes)};
 }
@@ -94,8 +97,10 @@ void Tuner::settle(CollectiveKind kind, std::uint64_t bytes, const std::vector<d
   Bucket* b = find(kind, bytes);
   if (!b || b->winner || agreed.size() != b->candidates.size()) return;
   b->agreed = agreed;
-  // Ties keep the model's order.
-  b->winner = static_cast<std::size_t>(std::min_element(agreed.begin(), agreed.end()) - agreed.begin());
+  // The model's pick stays unless another was clearly faster: between candidates within
+  // the noise of a loaded host (10%), a switch would as often lose as win.
+  const auto fastest = static_cast<std::size_t>(std::min_element(agreed.begin(), agreed.end()) - agreed.begin());
+  b->winner = agreed[fastest] < kSwitchBelow * agreed[0] ? fastest : 0;
 }
 
 int Tuner::settled() const {
@@ -106,31 +111,36 @@ int Tuner::settled() const {
 
 std::string Tuner::report() const {
   std::string s;
-  for (const auto& [k, b] : buckets_) {
-    if (b.candidates.size() < 2) continue;
-    char head[96];
-    std::snprintf(head, sizeof head, "  %-14s <= %-6s ", to_string(static_cast<CollectiveKind>(k.first)),
-                  format_size(ScoreTable::bucket_top(k.second)).c_str());
-    s += head;
-    if (!b.winner) {
-      s += "exploring (" + std::to_string(b.calls) + " of " + std::to_string(explore_calls(b)) + " calls)\n";
-      continue;
-    }
-    const double best = b.agreed[*b.winner];
-    for (std::size_t c = 0; c < b.candidates.size(); ++c) {
-      char one[96];
-      std::snprintf(one, sizeof one, "%s%s %.3g ms%s", c ? ", " : "", collectives::algorithm(b.candidates[c]).name,
-                    b.agreed[c] * 1e3, c == *b.winner ? " (picked)" : "");
-      s += one;
-    }
-    if (*b.winner != 0) {
-      char why[96];
-      std::snprintf(why, sizeof why, "; the model's pick was %.2fx slower", best > 0 ? b.agreed[0] / best : 1.0);
-      s += why;
-    }
-    s += "\n";
-  }
+  for (const auto& [k, b] : buckets_) s += line(k, b);
   return s;
+}
+
+std::string Tuner::describe(CollectiveKind kind, std::uint64_t bytes) const {
+  const auto k = key(kind, bytes);
+  auto it = buckets_.find(k);
+  return it == buckets_.end() ? std::string() : line(k, it->second);
+}
+
+std::string Tuner::line(const std::pair<int, int>& k, const Bucket& b) const {
+  if (b.candidates.size() < 2) return "";
+  char head[96];
+  std::snprintf(head, sizeof head, "  %-14s <= %-6s ", to_string(static_cast<CollectiveKind>(k.first)),
+                format_size(ScoreTable::bucket_top(k.second)).c_str());
+  std::string s = head;
+  if (!b.winner) return s + "exploring (" + std::to_string(b.calls) + " of " + std::to_string(explore_calls(b)) + " calls)\n";
+  const double best = b.agreed[*b.winner];
+  for (std::size_t c = 0; c < b.candidates.size(); ++c) {
+    char one[96];
+    std::snprintf(one, sizeof one, "%s%s %.1f us%s", c ? ", " : "", collectives::algorithm(b.candidates[c]).name,
+                  b.agreed[c] * 1e6, c == *b.winner ? " (picked)" : "");
+    s += one;
+  }
+  if (*b.winner != 0) {
+    char why[96];
+    std::snprintf(why, sizeof why, "; the model's pick was %.2fx slower", best > 0 ? b.agreed[0] / best : 1.0);
+    s += why;
+  }
+  return s + "\n";
 }
 
 }  // namespace strata::topology

@@ -7,7 +7,7 @@
 // then `samples` timed calls each, interleaved so that drift in the host's load hits
 // them alike. Each rank then offers its median per candidate; the communicator averages
 // them over all ranks (rank 0 adds and answers, so all hold the same bits) and the bucket
-// keeps the fastest from then on. Explore, then commit: the cost is a few dozen calls per
+// keeps the fastest from then on, or the model's pick unless another beat it by 10%. Explore, then commit: the cost is a few dozen calls per
 // size, once; Horovod's autotune does the same with Bayesian search over its knobs.
 //
 // Every rank must call next() for the same calls in the same order (collectives are
@@ -49,6 +49,8 @@ class Tuner {
   // What was learned, one line per bucket tried: candidates and their medians averaged
   // over the ranks, the winner against the model's pick; equal on every rank once settled.
   std::string report() const;
+  // report()'s line for one bucket ("" if it has none).
+  std::string describe(CollectiveKind kind, std::uint64_t bytes) const;
   // Buckets settled so far (tests).
   int settled() const;
 
@@ -63,6 +65,7 @@ class Tuner {
     std::optional<std::size_t> winner;
   };
   int explore_calls(const Bucket& b) const;
+  std::string line(const std::pair<int, int>& key, const Bucket& b) const;
   Bucket* find(CollectiveKind kind, std::uint64_t bytes);
   const Bucket* find(CollectiveKind kind, std::uint64_t bytes) const;
 

@@ -74,6 +74,24 @@ TEST(Tuner, TriesTheCloseCandidatesThenKeepsTheFastest) {
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a->id, seen[1]);
   }
+  // Within 10% of the model's pick is noise: the pick stays.
+  const auto other = message_bytes(K::allreduce, 100, DataType::f32, 3);
+  Tuner::Options quick;
+  quick.samples = 1;
+  Tuner close(fx.sel, quick);
+  int n = 0;
+  while (!close.offer(K::allreduce, other) && n++ < 100) {
+    ASSERT_NE(close.next(K::allreduce, DataType::f32, 100, fx.world), nullptr);
+    close.record(K::allreduce, other, 1e-3);
+  }
+  const auto offered = *close.offer(K::allreduce, other);
+  std::vector<double> near(offered.size(), 1e-3);
+  near.back() = 0.95e-3;
+  close.settle(K::allreduce, other, near);
+  EXPECT_EQ(close.next(K::allreduce, DataType::f32, 100, fx.world)->id,
+            fx.sel.ranking(K::allreduce, DataType::f32, 100, fx.world).front().algorithm);
+  EXPECT_EQ(close.report().find("slower"), std::string::npos) << close.report();
+
   const std::string report = t.report();
   EXPECT_NE(report.find("(picked)"), std::string::npos) << report;
   EXPECT_NE(report.find("the model's pick was 3.00x slower"), std::string::npos) << report;
