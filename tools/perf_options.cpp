@@ -79,7 +79,8 @@ std::optional<CollectiveKind> collective_kind(Collective c) {
 }
 
 std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks, int servers) {
-  if (o.algo != "all") return {o.algo};
+  const bool then_auto = o.algo == "all+auto";
+  if (o.algo != "all" && !then_auto) return {o.algo};
   std::vector<std::string> out;
   const auto kind = collective_kind(o.collective);
   for (const auto& a : collectives::algorithms()) {
@@ -87,6 +88,7 @@ std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks, int
     for (const DataType dt : o.dtypes) every_type = every_type && a.supports(*kind, dt, 1, {nranks, servers});
     if (every_type) out.emplace_back(a.name);
   }
+  if (then_auto) out.emplace_back();  // none forced: the library's choice, in the same processes
   return out;
 }
 
@@ -142,7 +144,8 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
   app.add_option("--algo", o.algo,
                  "Force this registered algorithm on every timed call, or 'all' for one sweep per "
                  "algorithm that implements the collective (applies where the ranks run flat: one "
-                 "region). Names: " + collectives::algorithm_names());
+                 "region), or 'all+auto' for those and then one with the library's choice. Names: " +
+                     collectives::algorithm_names());
   app.add_option("--json", o.json_path, "Write the results as JSON to this file (rank 0)");
   app.add_option("-T,--timeout", o.timeout_s, "Per-operation timeout in seconds (0: STRATA_TIMEOUT_S)")
       ->check(CLI::NonNegativeNumber);
@@ -208,9 +211,9 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
       if (!kind)
         throw CLI::ValidationError("--algo", std::string(collective_name(o.collective)) + " has no algorithm to choose");
       if (o.compress) throw CLI::ValidationError("--algo", "a compressed all_reduce has its own algorithm");
-      if (o.algo != "all" && !collectives::find_algorithm(o.algo))
+      if (o.algo != "all" && o.algo != "all+auto" && !collectives::find_algorithm(o.algo))
         throw CLI::ValidationError("--algo", "unknown algorithm '" + o.algo + "' (valid: " +
-                                                 collectives::algorithm_names() + ", all)");
+                                                 collectives::algorithm_names() + ", all, all+auto)");
     }
     if (o.min_bytes > o.max_bytes)
       throw CLI::ValidationError("--minbytes", "minbytes (" + minb + ") is above maxbytes (" + maxb + ")");

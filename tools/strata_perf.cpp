@@ -133,7 +133,7 @@ int run_rank(const PerfOptions& o) {
                          : sweep_sizes(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
   // --algo: one block of rows per algorithm, each under a comment line naming it.
   for (const std::string& algo : algorithms_to_run(o, n, static_cast<int>(config::get(config::servers)))) {
-    if (me == 0 && !algo.empty()) print("# algorithm " + algo + "\n");
+    if (me == 0 && !o.algo.empty()) print("# algorithm " + (algo.empty() ? std::string("auto (the library's choice)") : algo) + "\n");
     for (const Case& c : expand_cases(o, n, algo)) {
       for (const std::uint64_t size : sizes) {
         rows.push_back(bench.run(c, size));
