@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "collective_check.hpp"
-#include "core/comm_impl.hpp"
+#include "comm_setup.hpp"
 #include "fork_ranks.hpp"
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
@@ -49,13 +49,7 @@ void run_layout(const std::vector<Place>& places, const Run& run) {
     ::setenv("STRATA_TIMEOUT_S", "60", 1);
     if (!run.topo_file.empty()) {
       ::setenv("STRATA_TOPO_FILE", run.topo_file.c_str(), 1);
-      detail::CommImpl::Setup s;
-      s.rank = rank;
-      s.size = n;
-      s.root = ring_root;
-      s.key_prefix = "strata/";
-      s.serve_root = true;
-      detail::CommImpl c(s);
+      detail::CommImpl c(comm_setup(rank, n, ring_root));
       require(c.plan() && c.plan()->region_ring && c.plan()->region_ring->order == run.ring,
               "rank " + std::to_string(rank) + ": the top level does not cross regions in the expected order (" +
                   (c.plan() ? c.plan()->describe() : std::string("no plan")) + ")");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "collective_check.hpp"
+#include "comm_setup.hpp"
 #include "core/comm_impl.hpp"
 #include "fork_ranks.hpp"
 #include "strata/strata.hpp"
@@ -20,16 +21,6 @@ namespace {
 
 using probe::ProbeReport;
 
-detail::CommImpl::Setup setup(int rank, int size, const std::string& root) {
-  detail::CommImpl::Setup s;
-  s.rank = rank;
-  s.size = size;
-  s.root = root;
-  s.key_prefix = "strata/";
-  s.serve_root = true;
-  s.options.transport = TransportKind::tcp;
-  return s;
-}
 
 // What must be equal on every rank: the agreed figures and every table's picks.
 std::string agreed_state(const detail::CommImpl& c) {
@@ -78,7 +69,7 @@ TEST(Probe, EndsWithinItsBoundAndAllRanksAgree) {
     set_two_hosts(rank);
     ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);  // empty: nothing cached
     ::setenv("STRATA_PROBE_MS", "500", 1);
-    detail::CommImpl c(setup(rank, 4, root));
+    detail::CommImpl c(comm_setup(rank, 4, root));
     const ProbeReport& rep = c.probe_report();
     require(rep.how == ProbeReport::How::probed, "expected a fresh probe, got " + rep.why);
     // Same host and two hosts of one region: two pairs, each within its share.
@@ -109,12 +100,12 @@ TEST(Probe, CacheSparesTheNextCommunicator) {
     ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
     std::string probed_tables;
     {
-      detail::CommImpl c(setup(rank, 4, root1));
+      detail::CommImpl c(comm_setup(rank, 4, root1));
       require(c.probe_report().how == ProbeReport::How::probed, "the first communicator must probe");
       probed_tables = c.selector().digest();
       check_allreduce(c, 10);  // everyone is past creation before rank 0's store goes away
     }
-    detail::CommImpl c(setup(rank, 4, root2));
+    detail::CommImpl c(comm_setup(rank, 4, root2));
     require(c.probe_report().how == ProbeReport::How::cached, "the second communicator must use the cache");
     require(c.probe_report().measured.pairs.size() == 2, "cached pairs");
     require(c.probe_report().seconds < 0.1, "reading the cache took " + std::to_string(c.probe_report().seconds) + " s");
@@ -142,7 +133,7 @@ TEST(Probe, DisabledOrGivenByTheTopologyFile) {
     {
       ::setenv("STRATA_PROBE", "0", 1);
       ::setenv("STRATA_HOST", "one-host", 1);
-      detail::CommImpl c(setup(rank, 4, root1));
+      detail::CommImpl c(comm_setup(rank, 4, root1));
       require(c.probe_report().how == ProbeReport::How::skipped, "STRATA_PROBE=0 must skip probing");
       require(c.selector().figures().of(topology::LinkClass::shm).source == topology::Source::builtin, "not built-in");
       check_allreduce(c, 5000);
@@ -153,7 +144,7 @@ TEST(Probe, DisabledOrGivenByTheTopologyFile) {
     ::setenv("STRATA_REGION", rank < 2 ? "probe-ra" : "probe-rb", 1);
     ::setenv("STRATA_HOST", rank < 2 ? "ra-host" : "rb-host", 1);
     ::setenv("STRATA_TOPO_FILE", topo.c_str(), 1);
-    detail::CommImpl c(setup(rank, 4, root2));
+    detail::CommImpl c(comm_setup(rank, 4, root2));
     const auto& rep = c.probe_report();
     require(rep.how == ProbeReport::How::probed, "expected a probe");
     require(rep.measured.pairs.size() == 1 && rep.measured.pairs[0].pair.cls == topology::LinkClass::shm,
@@ -193,7 +184,7 @@ TEST(SelectorLive, TunerSettlesAlikeOnEveryRankAndStaysExact) {
     ::setenv("STRATA_TIMEOUT_S", "60", 1);
     ::setenv("STRATA_TUNE_SAMPLES", "2", 1);  // at most 3 candidates x 3 rounds
     auto run = [&](const std::string& root) {
-      detail::CommImpl c(setup(rank, 3, root));
+      detail::CommImpl c(comm_setup(rank, 3, root));
       const std::size_t n = 1003;
       for (int i = 0; i < 12; ++i) {
         std::vector<float> in(n), out(n, -1), want(n, 0);

@@ -6,6 +6,7 @@
 #include "collectives/dispatch.hpp"
 #include "collectives/registry.hpp"
 #include "hierarchy/plan.hpp"
+#include "one_host.hpp"
 #include "strata/errors.hpp"
 #include "topology/algorithm_rules.hpp"
 #include "topology/figures.hpp"
@@ -136,20 +137,6 @@ TEST(SelectorGrammar, SizesFormatBack) {
   EXPECT_EQ(format_size(UINT64_MAX), "inf");
   EXPECT_EQ(message_bytes(K::allgather, 10, DataType::f64, 3), 240u);
   EXPECT_EQ(message_bytes(K::allreduce, 10, DataType::f64, 3), 80u);
-}
-
-// A host of 4 ranks with loopback-like figures.
-Figures shm_figures() {
-  Figures f = default_figures();
-  f.of(LinkClass::shm) = LinkFigure{{1e-5, 1 / 3e9}, Source::probed};
-  f.gamma = 1e-10;
-  return f;
-}
-
-std::vector<Locality> one_host(int n) {
-  std::vector<Locality> ls;
-  for (int r = 0; r < n; ++r) ls.push_back(Locality{"", "", "", "h", r});
-  return ls;
 }
 
 TEST(SelectorTable, PicksByRegime) {

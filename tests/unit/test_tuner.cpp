@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "collectives/registry.hpp"
+#include "one_host.hpp"
 #include "strata/errors.hpp"
 #include "topology/tuner.hpp"
 
@@ -11,23 +12,10 @@ namespace {
 
 using K = CollectiveKind;
 
-Figures host_figures() {
-  Figures f = default_figures();
-  f.of(LinkClass::shm) = LinkFigure{{1e-5, 1 / 3e9, 1e-6}, Source::probed};
-  f.gamma = 1e-10;
-  return f;
-}
-
-std::vector<Locality> one_host(int n) {
-  std::vector<Locality> ls;
-  for (int r = 0; r < n; ++r) ls.push_back(Locality{"", "", "", "h", r});
-  return ls;
-}
-
 struct Fixture {
   Selector sel;
   collectives::Group world;
-  explicit Fixture(AlgorithmRules rules = {}) : sel(host_figures(), one_host(3), std::move(rules)) {
+  explicit Fixture(AlgorithmRules rules = {}) : sel(shm_figures(), one_host(3), std::move(rules)) {
     world = collectives::Group::world(0, 3);
     sel.add_group(world);
   }
