@@ -162,6 +162,13 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     transport_ = connect_world(store, kind_, shape, all, deadline, secret_);
     connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
     build_selector(store, deadline);
+    // Creation is collective: no rank leaves it, and may then leave the job with rank 0
+    // taking the rendezvous store along, before every rank is done with the store. A rank
+    // still reading the probe's figures once lost the store to a peer's early exit.
+    store.set("created/" + std::to_string(rank_), "");
+    std::vector<std::string> created;
+    for (int r = 0; r < size_; ++r) created.push_back("created/" + std::to_string(r));
+    store.get(created, deadline);
   } catch (const TimeoutError& e) {
     // Ranks that "did not join" may have been turned away by this rank's own store.
     if (server_ && !server_->trouble().empty()) throw TimeoutError(std::string(e.what()) + "; " + server_->trouble());
