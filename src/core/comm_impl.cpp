@@ -162,13 +162,16 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     transport_ = connect_world(store, kind_, shape, all, deadline, secret_);
     connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
     build_selector(store, deadline);
-    // Creation is collective: no rank leaves it, and may then leave the job with rank 0
-    // taking the rendezvous store along, before every rank is done with the store. A rank
-    // still reading the probe's figures once lost the store to a peer's early exit.
-    store.set("created/" + std::to_string(rank_), "");
-    std::vector<std::string> created;
-    for (int r = 0; r < size_; ++r) created.push_back("created/" + std::to_string(r));
-    store.get(created, deadline);
+    // The store rank 0 serves ends with it, so rank 0 leaves creation (and may then leave
+    // the job) only once every other rank is done with the store: a rank still reading
+    // the probe's figures once lost it to rank 0 meeting a mismatch and exiting first.
+    if (rank_ != 0) {
+      store.set("done/" + std::to_string(rank_), "");
+    } else if (server_) {
+      std::vector<std::string> done;
+      for (int r = 1; r < size_; ++r) done.push_back("done/" + std::to_string(r));
+      if (!done.empty()) store.get(done, deadline);
+    }
   } catch (const TimeoutError& e) {
     // Ranks that "did not join" may have been turned away by this rank's own store.
     if (server_ && !server_->trouble().empty()) throw TimeoutError(std::string(e.what()) + "; " + server_->trouble());
