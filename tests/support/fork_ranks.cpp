@@ -9,9 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -114,16 +117,24 @@ std::vector<RankResult> fork_ranks(int n, std::chrono::milliseconds timeout,
 }
 
 std::string free_root_address() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  // Below the kernel's ephemeral range (32768-60999 by default), so no outgoing connection
+  // of a test running alongside can take the port between this check and the store's bind
+  // (one did: "Address already in use"); random, so parallel tests rarely pick alike.
+  static std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
+                          static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::uniform_int_distribution<int> port_of(20000, 32000);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = port_of(rng);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (free) return "127.0.0.1:" + std::to_string(port);
+  }
+  throw std::runtime_error("free_root_address: no free port in 20000-32000 after 200 tries");
 }
 
 std::string failures(const std::vector<RankResult>& results) {

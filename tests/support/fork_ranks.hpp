@@ -22,7 +22,7 @@ struct RankResult {
 std::vector<RankResult> fork_ranks(int n, std::chrono::milliseconds timeout,
                                    const std::function<void(int rank)>& body);
 
-// "127.0.0.1:<port>" of a port that was free a moment ago.
+// "127.0.0.1:<port>" of a port that was free a moment ago, below the ephemeral range.
 std::string free_root_address();
 
 // Empty when every rank exited 0; otherwise a report of each failed rank and its output.
