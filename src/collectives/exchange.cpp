@@ -12,7 +12,9 @@
 // The communicator's ring check of fingerprints sees only a rank's predecessor, and here
 // every rank's data is out in the first round, before a mismatch found elsewhere could
 // hold any back: so every rank also sends its call's stamp to every other, ahead of its
-// data, and checks all of them before it uses a byte.
+// data, and checks all of them before it uses a byte. Its messages travel on channels no
+// other algorithm uses: a rank that called, say, a broadcast instead would otherwise take
+// this one's first-round data as its own and return as if nothing were wrong.
 #include <algorithm>
 #include <cstring>
 
@@ -43,18 +45,18 @@ void exchange_allreduce(Context& ctx, const Group& g, const void* send, void* re
     for (int k = 1; k < p; ++k) {
       const int from = direct_from(me, k, p);
       theirs[static_cast<std::size_t>(from)].resize(stamp.size());
-      stamps.push_back(ctx.recv(g.rank(from), Channel::data2, theirs[static_cast<std::size_t>(from)].data(), stamp.size()));
+      stamps.push_back(ctx.recv(g.rank(from), Channel::exchange_stamp, theirs[static_cast<std::size_t>(from)].data(), stamp.size()));
     }
-    for (int k = 1; k < p; ++k) stamps.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::data2, stamp.data(), stamp.size()));
+    for (int k = 1; k < p; ++k) stamps.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::exchange_stamp, stamp.data(), stamp.size()));
   }
   for (std::size_t c = 0; c < C; ++c) {
     const std::size_t off = piece_begin(count, C, c) * esz, len = piece_size(count, C, c) * esz;
     reqs.clear();
     for (int k = 1; k < p; ++k) {
       const int from = direct_from(me, k, p);
-      reqs.push_back(ctx.recv(g.rank(from), Channel::data, slot(from), len));
+      reqs.push_back(ctx.recv(g.rank(from), Channel::exchange, slot(from), len));
     }
-    for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::data, in + off, len));
+    for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::exchange, in + off, len));
     if (c == 0 && !stamps.empty()) {
       ctx.wait_all(stamps);  // they travel ahead of the data: no round of their own
       for (int q = 0; q < p; ++q)
@@ -82,9 +84,9 @@ void exchange_barrier(Context& ctx, const Group& g) {
   std::vector<RequestPtr> reqs;
   for (int k = 1; k < p; ++k) {
     const int from = direct_from(me, k, p);
-    reqs.push_back(ctx.recv(g.rank(from), Channel::data, theirs[static_cast<std::size_t>(from)].data(), stamp.size()));
+    reqs.push_back(ctx.recv(g.rank(from), Channel::exchange_stamp, theirs[static_cast<std::size_t>(from)].data(), stamp.size()));
   }
-  for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::data, stamp.data(), stamp.size()));
+  for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::exchange_stamp, stamp.data(), stamp.size()));
   ctx.wait_all(reqs);
   for (int q = 0; q < p; ++q)
     if (q != me) ctx.check_stamp(g.rank(q), theirs[static_cast<std::size_t>(q)]);

@@ -18,6 +18,10 @@ enum class Channel : std::uint8_t {
   data2 = 2,        // a second stream (e.g. a second tree, or a flag exchange)
   result = 3,       // results fanned back out (e.g. to ranks folded out of a power of two)
   tune = 4,         // the online tuner's agreement after a call (topology/tuner.hpp)
+  // exchange's own streams (collectives/exchange.cpp): it sends to every rank in its first
+  // round, so a rank that called another collective must not take those messages as its own
+  exchange = 5,
+  exchange_stamp = 6,
   stage0 = 16,      // first of kStageChannels: one per pipeline segment in flight
 };
 
