@@ -513,52 +513,6 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
   }
 }
 
-std::vector<double> CommImpl::agree_on_times(std::uint64_t seq, const std::vector<double>& mine,
-                                             Clock::time_point deadline) {
-  const auto tag = transport::collective_tag(seq, transport::Channel::tune);
-  const std::size_t bytes = mine.size() * sizeof(double);
-  auto wait = [&](const transport::RequestPtr& r, int peer) {
-    if (!transport::wait(*transport_, r, deadline))
-      throw TimeoutError("tuning on rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
-                         " did not answer in time");
-    if (!r->error().empty()) throw TransportError(r->error());
-  };
-  std::vector<double> sum(mine.size());
-  if (rank_ != 0) {
-    auto r = transport_->irecv(0, tag, sum.data(), bytes);
-    wait(transport_->isend(0, tag, mine.data(), bytes), 0);
-    wait(r, 0);
-    if (r->bytes() != bytes) throw TransportError("tuning: rank 0 answered " + std::to_string(r->bytes()) + " bytes");
-    return sum;
-  }
-  std::vector<std::vector<double>> theirs(static_cast<std::size_t>(size_), std::vector<double>(mine.size()));
-  std::vector<transport::RequestPtr> recvs;
-  for (int r = 1; r < size_; ++r) recvs.push_back(transport_->irecv(r, tag, theirs[static_cast<std::size_t>(r)].data(), bytes));
-  sum = mine;
-  for (int r = 1; r < size_; ++r) {
-    const auto& req = recvs[static_cast<std::size_t>(r - 1)];
-    wait(req, r);
-    if (req->bytes() != bytes) throw TransportError("tuning: rank " + std::to_string(r) + " sent " + std::to_string(req->bytes()) + " bytes");
-    for (std::size_t c = 0; c < sum.size(); ++c) sum[c] += theirs[static_cast<std::size_t>(r)][c];
-  }
-  for (double& v : sum) v /= size_;
-  std::vector<transport::RequestPtr> sends;
-  for (int r = 1; r < size_; ++r) sends.push_back(transport_->isend(r, tag, sum.data(), bytes));
-  for (int r = 1; r < size_; ++r) wait(sends[static_cast<std::size_t>(r - 1)], r);
-  return sum;
-}
-
-std::string CommImpl::tuning_report() {
-  check_usable();
-  std::string out;
-  auto work = engine_->submit([&]() -> std::optional<Pending> {
-    if (tuner_) out = tuner_->report();
-    return std::nullopt;
-  });
-  Work(work).wait();
-  return out;
-}
-
 Compression CommImpl::compression_for(const CallOptions& o) const {
   return o.compression ? *o.compression : default_compression_;
 }
