@@ -83,7 +83,7 @@ void WanTransport::pump(int peer, int s) {
       char* direct = m->dest + st.h.offset + st.done;
       const std::size_t want = st.remaining;
       st.rpos = st.rend = 0;
-      asio::async_read(*sock, asio::buffer(direct, want),
+      asio::async_read(*sock, asio::buffer(direct, want), net::transfer_whole,
                        [this, peer, s, sock, direct, want](boost::system::error_code ec, std::size_t) {
                          auto& t = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
                          if (sock != t.sock) return;

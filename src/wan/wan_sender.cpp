@@ -210,7 +210,7 @@ void WanTransport::write(int peer, int s) {
   st.frames_written += n;
   st.writing = true;
   const SocketPtr sock = st.sock;
-  asio::async_write(*sock, bufs, [this, peer, s, sock](boost::system::error_code ec, std::size_t n) {
+  asio::async_write(*sock, bufs, net::transfer_whole, [this, peer, s, sock](boost::system::error_code ec, std::size_t n) {
     count(wire_sent_, n);  // what reached the socket, even from a write that then failed
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;

@@ -105,7 +105,7 @@ void TcpTransport::pump(int peer) {
     }
     if (in.target && in.remaining >= kDirectRead) {
       in.rpos = in.rend = 0;
-      asio::async_read(*in.sock, asio::buffer(in.target, in.remaining),
+      asio::async_read(*in.sock, asio::buffer(in.target, in.remaining), net::transfer_whole,
                        [this, peer](boost::system::error_code ec, std::size_t) {
                          if (ec) return fail_inbound(peer, "connection lost: " + ec.message());
                          in_[peer].remaining = 0;

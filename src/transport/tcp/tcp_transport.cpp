@@ -186,7 +186,7 @@ void TcpTransport::flush(int peer) {
     if (r->size) bufs.emplace_back(r->buf, r->size);
   }
   out.writing = true;
-  asio::async_write(*out.sock, bufs, [this, peer](auto ec, std::size_t) {
+  asio::async_write(*out.sock, bufs, net::transfer_whole, [this, peer](auto ec, std::size_t) {
     auto& o = out_[peer];
     o.writing = false;
     if (ec) return fail_outbound(peer, "send failed: " + ec.message());
