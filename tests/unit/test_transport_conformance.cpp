@@ -203,6 +203,39 @@ TEST_P(TransportConformance, SameTagMessagesArriveInOrder) {
   });
 }
 
+// Large and small messages back to back, sizes either side of where a transport stops
+// staging bytes and reads them in place, half of them arriving before their receive.
+TEST_P(TransportConformance, MixedSizesAroundTheDirectReadThresholdKeepTheirBytes) {
+  run(2, [](Rank& r) {
+    const std::size_t sizes[] = {300'000, 8, 16'384, 16'383, 16'385, 0, 65'537, 20'000,
+                                 1, 70'000, 4'096, 1u << 20, 65'535, 3, 200'000, 17};
+    constexpr std::size_t kFirst = 7;  // receives posted before the sends start
+    constexpr Tag kTag = 11;
+    const int peer = 1 - r.rank();
+    const std::size_t n = std::size(sizes);
+    std::vector<Bytes> in(n), out(n);
+    std::vector<RequestPtr> recvs(n), reqs;
+    auto post = [&](std::size_t i) {
+      in[i].assign(sizes[i] + 8, 0xEE);
+      recvs[i] = r.t.irecv(peer, kTag, in[i].data(), in[i].size());
+      reqs.push_back(recvs[i]);
+    };
+    for (std::size_t i = 0; i < kFirst; ++i) post(i);
+    barrier(r, "posted", true);
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = pattern(r.rank(), peer, Tag(i), sizes[i]);
+      reqs.push_back(r.t.isend(peer, kTag, out[i].data(), sizes[i]));
+    }
+    progress_for(r.t, 100ms);
+    for (std::size_t i = kFirst; i < n; ++i) post(i);
+    wait_ok(r.t, reqs, "mixed sizes");
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string what = "message " + std::to_string(i) + " (" + std::to_string(sizes[i]) + " B)";
+      check_received(in[i], recvs[i], pattern(peer, r.rank(), Tag(i), sizes[i]), what);
+      require(in[i][sizes[i]] == 0xEE, what + ": wrote past the message");
+    }
+  });
+}
 // Receives posted in the reverse order of the sends still match by tag, including tags
 // that use all kTagBits bits.
 TEST_P(TransportConformance, TagsMatchRegardlessOfPostingOrder) {

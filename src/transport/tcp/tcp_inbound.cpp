@@ -12,8 +12,9 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr std::size_t kReadBuffer = 256 << 10;
-// Payload still missing beyond this goes straight to its destination.
-constexpr std::size_t kDirectRead = 64 << 10;
+// Payload still missing beyond this goes straight to its destination: a read costs about
+// what copying this much does.
+constexpr std::size_t kDirectRead = 16 << 10;
 constexpr std::uint64_t kMaxMessage = 1ull << 40;
 }  // namespace
 
@@ -23,6 +24,7 @@ bool TcpTransport::begin_frame(int peer) {
   const std::size_t n = in.header.bytes;
   in.remaining = n;
   in.target = nullptr;
+  in.large = n >= kDirectRead;
   if ((in.req = in.posted.take(tag))) {
     if (n > in.req->size) {
       // Fail this receive, and keep the stream in step by dropping the payload.
@@ -124,7 +126,11 @@ void TcpTransport::pump(int peer) {
     in.rend -= in.rpos;
     in.rpos = 0;
   }
-  in.sock->async_read_some(asio::buffer(in.rbuf.data() + in.rend, in.rbuf.size() - in.rend),
+  // After a large frame the next is likely large too: read little more than its header,
+  // so that its payload goes straight to its destination instead of through rbuf (which
+  // cost a copy of every byte when the whole message was already in the socket).
+  const std::size_t room = in.rbuf.size() - in.rend;
+  in.sock->async_read_some(asio::buffer(in.rbuf.data() + in.rend, in.large ? std::min(room, kDirectRead) : room),
                            [this, peer](boost::system::error_code ec, std::size_t got) {
                              if (ec) return fail_inbound(peer, "connection lost: " + ec.message());
                              in_[peer].rend += got;

@@ -70,6 +70,7 @@ class TcpTransport : public AsioTransport {
     std::size_t rpos = 0, rend = 0;
     bool in_payload = false;    // a header was parsed; `remaining` payload bytes follow
     bool stalled = false;       // the buffered header's frame waits for a receive or budget
+    bool large = false;         // the last frame's payload was large enough to read directly
     Header header{};
     char* target = nullptr;     // where payload goes; null: drop it (truncated receive)
     std::size_t remaining = 0;
