@@ -43,6 +43,8 @@ struct Group {
 
 // Growable buffers that survive across collectives, so large operations do not fault in
 // fresh pages every call. Owned by one communicator, used by its engine thread only.
+// Slot 3 belongs to hierarchical plans (hierarchy/), which call algorithms while holding
+// it; algorithms use the others.
 class Scratch {
  public:
   void* get(int slot, std::size_t bytes);
@@ -55,7 +57,7 @@ class Scratch {
     std::unique_ptr<char[], AlignedDelete> data;
     std::size_t size = 0;
   };
-  Block blocks_[4];
+  Block blocks_[5];
 };
 
 class Context {

@@ -31,9 +31,11 @@ Span span_of(const Bounds& b, BlockRange r) {
   return {b[static_cast<std::size_t>(r.begin)], b[static_cast<std::size_t>(r.end)] - b[static_cast<std::size_t>(r.begin)]};
 }
 
-std::size_t largest_half(const Bounds& b, int p2) {
+// The most any virtual rank keeps at halving step k (and at k + 2, k + 4, ...: less).
+std::size_t largest_keep(const Bounds& b, int p2, int k) {
   std::size_t m = 0;
-  for (int v = 0; v < p2; ++v) m = std::max(m, span_of(b, halving_keep(v, 0, p2)).size);
+  if ((p2 >> (k + 1)) < 1) return 0;
+  for (int v = 0; v < p2; ++v) m = std::max(m, span_of(b, halving_keep(v, k, p2)).size);
   return m;
 }
 
@@ -45,21 +47,33 @@ void send_chunks(Context& ctx, int peer, Channel ch, const char* src, std::size_
     sends.push_back(ctx.send(peer, ch, src + piece_begin(len, C, c) * esz, piece_size(len, C, c) * esz));
 }
 
-// out = a op (what peer sends), chunk by chunk so the reduction overlaps the transfer.
-// tmp holds len elements.
-void recv_reduce(Context& ctx, int peer, Channel ch, char* out, const char* a, char* tmp,
-                 std::size_t len, DataType dt, ReduceOp op) {
-  const std::size_t esz = dtype_size(dt);
+// Receives len elements cut as send_chunks cuts them, into tmp.
+std::vector<RequestPtr> post_chunks(Context& ctx, int peer, Channel ch, char* tmp, std::size_t len,
+                                    std::size_t esz) {
   const std::size_t C = chunk_count(len, esz, ctx.chunk_bytes());
   std::vector<RequestPtr> recvs;
   for (std::size_t c = 0; c < C; ++c)
     recvs.push_back(ctx.recv(peer, ch, tmp + piece_begin(len, C, c) * esz, piece_size(len, C, c) * esz));
+  return recvs;
+}
+
+// out = a op (what the posted receives bring into tmp), chunk by chunk so the reduction
+// overlaps the transfer.
+void reduce_chunks(Context& ctx, const std::vector<RequestPtr>& recvs, char* out, const char* a,
+                   const char* tmp, std::size_t len, DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt), C = recvs.size();
   for (std::size_t c = 0; c < C; ++c) {
     ctx.wait(recvs[c]);
     const std::size_t off = piece_begin(len, C, c) * esz, n = piece_size(len, C, c);
     ctx.expect_bytes(recvs[c], n * esz);
     kernels::reduce(dt, op, out + off, a + off, tmp + off, n);
   }
+}
+
+// tmp holds len elements.
+void recv_reduce(Context& ctx, int peer, Channel ch, char* out, const char* a, char* tmp,
+                 std::size_t len, DataType dt, ReduceOp op) {
+  reduce_chunks(ctx, post_chunks(ctx, peer, ch, tmp, len, dtype_size(dt)), out, a, tmp, len, dt, op);
 }
 
 void recv_exact(Context& ctx, int peer, Channel ch, void* dst, std::size_t bytes) {
@@ -71,42 +85,84 @@ void recv_exact(Context& ctx, int peer, Channel ch, void* dst, std::size_t bytes
 // Recursive halving among the p2 >= 2 virtual ranks (the caller has folded). `cur` holds
 // this rank's whole input; on return acc holds the reduction of block vr (op avg as sum).
 // Blocks sent away are read from cur, so cur may be the caller's send buffer.
+//
+// Step k+1's receives are posted when step k starts, into the other of two staging
+// slots: a partner that reaches step k+1 first finds them expected, where otherwise its
+// bytes would be queued and copied a second time (TCP).
 void halving(Context& ctx, const Group& g, const Bounds& b, const char* cur, char* acc,
              DataType dt, ReduceOp op) {
   const int p = g.size(), p2 = pow2_floor(p), vr = fold_vrank(g.me, p);
   const std::size_t esz = dtype_size(dt);
-  char* tmp = static_cast<char*>(ctx.scratch(0, largest_half(b, p2) * esz));
+  char* slot[2] = {static_cast<char*>(ctx.scratch(0, largest_keep(b, p2, 0) * esz)),
+                   static_cast<char*>(ctx.scratch(4, largest_keep(b, p2, 1) * esz))};
+  auto peer_of = [&](int k) { return g.rank(fold_real(halving_partner(vr, k, p2), p)); };
+  auto post = [&](int k) {
+    const Span keep = span_of(b, halving_keep(vr, k, p2));
+    return keep.size ? post_chunks(ctx, peer_of(k), Channel::data, slot[k % 2], keep.size, esz)
+                     : std::vector<RequestPtr>{};
+  };
+  std::vector<RequestPtr> recvs = post(0);
   for (int k = 0; (p2 >> (k + 1)) >= 1; ++k) {
-    const int peer = g.rank(fold_real(halving_partner(vr, k, p2), p));
     const Span keep = span_of(b, halving_keep(vr, k, p2));
     const Span give = span_of(b, halving_send(vr, k, p2));
     // Both sides know both sizes, so empty halves (tiny counts) send nothing at all.
     std::vector<RequestPtr> sends;
-    if (give.size) send_chunks(ctx, peer, Channel::data, cur + give.begin * esz, give.size, esz, sends);
-    if (keep.size)
-      recv_reduce(ctx, peer, Channel::data, acc + keep.begin * esz, cur + keep.begin * esz, tmp,
-                  keep.size, dt, op);
+    if (give.size) send_chunks(ctx, peer_of(k), Channel::data, cur + give.begin * esz, give.size, esz, sends);
+    std::vector<RequestPtr> next;
+    if ((p2 >> (k + 2)) >= 1) next = post(k + 1);
+    if (keep.size) reduce_chunks(ctx, recvs, acc + keep.begin * esz, cur + keep.begin * esz, slot[k % 2], keep.size, dt, op);
     ctx.wait_all(sends);
     // From here on only the kept half is read, and that now lives in acc.
     cur = acc;
+    recvs = std::move(next);
   }
 }
 
 // Recursive doubling among the p2 virtual ranks: buf holds block vr and gets all others.
-void doubling(Context& ctx, const Group& g, const Bounds& b, char* buf, std::size_t esz) {
-  const int p = g.size(), p2 = pow2_floor(p), vr = fold_vrank(g.me, p);
-  for (int j = 0; (1 << j) < p2; ++j) {
-    const int pv = doubling_partner(vr, j);
-    const int peer = g.rank(fold_real(pv, p));
-    const Span mine = span_of(b, doubling_held(vr, j)), theirs = span_of(b, doubling_held(pv, j));
-    std::vector<RequestPtr> reqs;
-    RequestPtr r;
-    if (theirs.size) reqs.push_back(r = ctx.recv(peer, Channel::data, buf + theirs.begin * esz, theirs.size * esz));
-    if (mine.size) reqs.push_back(ctx.send(peer, Channel::data, buf + mine.begin * esz, mine.size * esz));
-    ctx.wait_all(reqs);
-    if (r) ctx.expect_bytes(r, theirs.size * esz);
+// The receives land in place, so all are posted before the reduction starts (on their
+// own channel, as the halving keeps receiving from the same peers); a block arrives
+// only once its owner has it final, which needs this rank's part of it to have been
+// sent and read.
+class Doubling {
+ public:
+  Doubling(Context& ctx, const Group& g, const Bounds& b, char* buf, std::size_t esz)
+      : ctx_(ctx), g_(g), b_(b), buf_(buf), esz_(esz) {
+    const int p = g.size(), p2 = pow2_floor(p), vr = fold_vrank(g.me, p);
+    for (int j = 0; (1 << j) < p2; ++j) {
+      const Span theirs = span_of(b, doubling_held(doubling_partner(vr, j), j));
+      recvs_.push_back(theirs.size ? ctx.recv(peer(j), Channel::data2, buf + theirs.begin * esz, theirs.size * esz)
+                                   : RequestPtr{});
+    }
   }
-}
+
+  void run() {
+    const int vr = fold_vrank(g_.me, g_.size());
+    std::vector<RequestPtr> sends;
+    for (std::size_t j = 0; j < recvs_.size(); ++j) {
+      const int step = static_cast<int>(j);
+      const Span mine = span_of(b_, doubling_held(vr, step));
+      const Span theirs = span_of(b_, doubling_held(doubling_partner(vr, step), step));
+      if (mine.size) sends.push_back(ctx_.send(peer(step), Channel::data2, buf_ + mine.begin * esz_, mine.size * esz_));
+      if (const auto& r = recvs_[j]) {
+        ctx_.wait(r);
+        ctx_.expect_bytes(r, theirs.size * esz_);
+      }
+    }
+    ctx_.wait_all(sends);
+  }
+
+ private:
+  int peer(int j) const {
+    return g_.rank(fold_real(doubling_partner(fold_vrank(g_.me, g_.size()), j), g_.size()));
+  }
+
+  Context& ctx_;
+  const Group& g_;
+  const Bounds& b_;
+  char* buf_;
+  std::size_t esz_;
+  std::vector<RequestPtr> recvs_;
+};
 
 // Bounds for virtual blocks made of whole rank blocks of `block` elements each.
 Bounds rank_block_bounds(int p, std::size_t block) {
@@ -141,11 +197,12 @@ void halving_doubling_allreduce(Context& ctx, const Group& g, const void* send, 
   Bounds b(static_cast<std::size_t>(p2) + 1);
   for (int v = 0; v <= p2; ++v)
     b[static_cast<std::size_t>(v)] = piece_begin(count, static_cast<std::size_t>(p2), static_cast<std::size_t>(v));
+  Doubling doubling(ctx, g, b, out, esz);
   halving(ctx, g, b, in, out, dt, op);
   // One rank divides each block, before anyone copies it.
   const Span own = span_of(b, {vr, vr + 1});
   if (op == ReduceOp::avg && own.size) kernels::finish_avg(dt, out + own.begin * esz, own.size, p);
-  doubling(ctx, g, b, out, esz);
+  doubling.run();
   if (partner >= 0) ctx.wait(ctx.send(g.rank(partner), Channel::result, out, bytes));
 }
 
@@ -196,9 +253,11 @@ void halving_doubling_allgather(Context& ctx, const Group& g, const void* send, 
     // The whole vector comes back, this rank's own block included (same bits).
     return recv_exact(ctx, g.rank(partner), Channel::result, out, total);
   }
+  const Bounds b = rank_block_bounds(p, sendcount);
+  Doubling doubling(ctx, g, b, out, esz);
   if (partner >= 0)
     recv_exact(ctx, g.rank(partner), Channel::data, out + static_cast<std::size_t>(partner) * block, block);
-  doubling(ctx, g, rank_block_bounds(p, sendcount), out, esz);
+  doubling.run();
   if (partner >= 0) ctx.wait(ctx.send(g.rank(partner), Channel::result, out, total));
 }
 
