@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bootstrap/launch_env.hpp"
+#include "collectives/registry.hpp"
 #include "core/comm_impl.hpp"
 #include "base/config.hpp"
 #include "hierarchy/plan.hpp"
@@ -455,7 +456,8 @@ int run_offline(const Options& o) {
 // needs to settle it, then what the tuner kept against the model's pick.
 void learn_online(detail::CommImpl& comm, const Options& o) {
   const int p = comm.size();
-  const int calls = 3 * (static_cast<int>(config::get(config::tune_samples)) + 1) + 1;
+  const int per_candidate = static_cast<int>(config::get(config::tune_samples)) + 1;
+  int most = 0;
   if (config::get(config::tune) == 0) {
     if (comm.rank() == 0) std::printf("\nonline tuning: off (STRATA_TUNE=0)\n");
     return;
@@ -472,13 +474,20 @@ void learn_online(detail::CommImpl& comm, const Options& o) {
       a.recv = recv.data();
       a.count = count;
       a.dtype = DataType::f32;
+      // Enough calls for the tuner to try every algorithm that could be a candidate
+      // (ties have no cap), and one more that runs what it kept.
+      int candidates = 0;
+      for (const auto& alg : collectives::algorithms())
+        candidates += alg.supports(kind, DataType::f32, count, collectives::GroupShape(p)) ? 1 : 0;
+      const int calls = candidates * per_candidate + 1;
+      most = std::max(most, calls);
       for (int i = 0; i < calls; ++i) comm.collective(a, CallOptions{}).wait();
     }
   const std::string report = comm.tuning_report();
   if (comm.rank() != 0) return;
-  std::printf("\nlearned online (STRATA_TUNE): %d calls per size up to %s, each candidate's median averaged over "
+  std::printf("\nlearned online (STRATA_TUNE): up to %d calls per size up to %s, each candidate's median averaged over "
               "the ranks\n%s",
-              calls, bytes_str(std::min(o.max_bytes, kLearnMaxBytes)).c_str(),
+              most, bytes_str(std::min(o.max_bytes, kLearnMaxBytes)).c_str(),
               report.empty() ? "  nothing to choose: the model left one candidate at every size\n" : report.c_str());
   if (o.max_bytes > kLearnMaxBytes) std::printf("  (sizes above %s not run)\n", bytes_str(kLearnMaxBytes).c_str());
   std::fflush(stdout);

@@ -26,8 +26,8 @@ std::pair<int, int> key(CollectiveKind kind, std::uint64_t bytes) {
 }  // namespace
 
 Tuner::Tuner(const Selector& selector, Options o) : selector_(selector), opt_(o) {
-  if (opt_.samples < 1 || opt_.max_candidates < 1 || !(opt_.within >= 1))
-    throw InvalidArgument("tuner: samples and candidates must be at least 1 and the window at least 1x");
+  if (opt_.samples < 1 || opt_.max_candidates < 1 || !(opt_.within >= 1) || !(opt_.tie >= 1))
+    throw InvalidArgument("tuner: samples and candidates must be at least 1 and the windows at least 1x");
 }
 
 int Tuner::explore_calls(const Bucket& b) const {
@@ -53,8 +53,10 @@ const collectives::Algorithm* Tuner::next(CollectiveKind kind, DataType dt, std:
   if (fresh) {
     const auto ranked = selector_.ranking(kind, dt, count, g);
     for (const auto& s : ranked) {
-      if (static_cast<int>(b.candidates.size()) >= opt_.max_candidates) break;
-      if (!b.candidates.empty() && s.cost.total() > opt_.within * ranked.front().cost.total()) break;
+      const double best = ranked.front().cost.total(), t = s.cost.total();
+      const bool tied = t <= opt_.tie * best;
+      if (!tied && static_cast<int>(b.candidates.size()) >= opt_.max_candidates) break;
+      if (!b.candidates.empty() && t > opt_.within * best) break;
       b.candidates.push_back(s.algorithm);
     }
   }

@@ -3,7 +3,7 @@
 // collective step) cannot fix a slow choice for the communicator's life.
 //
 // Per collective and power-of-two size bucket of the world group, the few algorithms the
-// model ranks within `within` of its best are tried in turn: one untimed round (warm-up),
+// model ranks within `within` of its best (and all it cannot tell from its best) are tried in turn: one untimed round (warm-up),
 // then `samples` timed calls each, interleaved so that drift in the host's load hits
 // them alike. Each rank then offers its median per candidate; the communicator averages
 // them over all ranks (rank 0 adds and answers, so all hold the same bits) and the bucket
@@ -30,7 +30,11 @@ class Tuner {
   struct Options {
     int samples = 6;          // timed calls per candidate
     double within = 4.0;      // candidates: predicted within this factor of the model's best
-    int max_candidates = 3;
+    int max_candidates = 3;   // ... at most this many, besides ties (below)
+    // Algorithms predicted within this factor of the model's best are all tried, however
+    // many: the model cannot order them (a β-bound tie of ring, halving-doubling and
+    // direct, say), so its order would decide which of them are never measured.
+    double tie = 1.05;
   };
 
   Tuner(const Selector& selector, Options o);

@@ -89,6 +89,40 @@ TEST(Tuner, TriesTheCloseCandidatesThenKeepsTheFastest) {
   EXPECT_NE(t.report().find("exploring (1 of"), std::string::npos) << t.report();
 }
 
+// Where the model predicts several algorithms alike (2 ranks, a large vector: ring,
+// halving-doubling and direct move the same bytes in the same steps), all of them are
+// tried, not just the first max_candidates of an order the model cannot justify.
+TEST(Tuner, TriesEveryAlgorithmTheModelCannotTellApart) {
+  Selector sel(shm_figures(), one_host(2), AlgorithmRules{});
+  const auto world = collectives::Group::world(0, 2);
+  sel.add_group(world);
+  const std::size_t count = std::size_t{16} << 20;  // 64 MiB of f32
+  const auto ranked = sel.ranking(K::allreduce, DataType::f32, count, world);
+  std::vector<collectives::AlgorithmId> tied;
+  for (const auto& s : ranked)
+    if (s.cost.total() <= 1.05 * ranked.front().cost.total()) tied.push_back(s.algorithm);
+  ASSERT_GT(tied.size(), 3u) << "the model no longer ties these; pick another case";
+
+  Tuner::Options o;
+  o.samples = 1;
+  Tuner t(sel, o);
+  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 2);
+  std::vector<collectives::AlgorithmId> seen;
+  for (int calls = 0; !t.offer(K::allreduce, bytes); ++calls) {
+    ASSERT_LT(calls, 100) << "never offered";
+    const auto* a = t.next(K::allreduce, DataType::f32, count, world);
+    ASSERT_NE(a, nullptr);
+    if (std::find(seen.begin(), seen.end(), a->id) == seen.end()) seen.push_back(a->id);
+    t.record(K::allreduce, bytes, 1e-3);
+  }
+  for (auto id : tied)
+    EXPECT_NE(std::find(seen.begin(), seen.end(), id), seen.end()) << collectives::algorithm(id).name << " never tried";
+
+  Tuner::Options bad;
+  bad.tie = 0.5;
+  EXPECT_THROW(Tuner(sel, bad), InvalidArgument);
+}
+
 TEST(Tuner, RulesAndLoneCandidatesAreLeftAlone) {
   Fixture ruled(parse_algorithm_rules("allreduce:ring", "STRATA_ALGO", true));
   Tuner t(ruled.sel, {});
@@ -99,6 +133,7 @@ TEST(Tuner, RulesAndLoneCandidatesAreLeftAlone) {
   Fixture fx;
   Tuner::Options one;
   one.max_candidates = 1;
+  one.tie = 1.0;
   Tuner lone(fx.sel, one);
   EXPECT_EQ(lone.next(K::allreduce, DataType::f32, 100, fx.world), nullptr);
   EXPECT_EQ(lone.report(), "");
