@@ -6,7 +6,7 @@
 # every algorithm in turn and then lets the library choose (strata-perf --algo all+auto),
 # so the choice is set against the fastest algorithm in the same processes: runs apart
 # differ by up to 2x on this machine, algorithms within one run far less. strata-perf's
-# warm-up calls (-w 30) cover the tuner's exploration (21 calls per size, 7 more per tied candidate beyond three), so the timed
+# warm-up calls (-w 50) cover the tuner's exploration (21 calls per size, 7 more per tied candidate beyond three), so the timed
 # calls are what it kept. Each time is the better of the out-of-place and in-place means
 # of 40 calls. Prints per size the algorithm with the lowest median over the rounds and
 # each choice's median against it. STRATA_BENCH_KEEP=DIR keeps the JSON files there.
@@ -35,7 +35,7 @@ kill "$busy"; wait "$busy" 2>/dev/null || true; busy=""
 echo "# probe under load (one core spinning):"
 grep -E '^  (shm|net) |probe' "$out/probe.txt" | sed 's/^/#   /'
 
-common=(--ranks "$ranks" --transport "$transport" "${sizes[@]}" -n 40 -w 30 -c 0 --algo all+auto)
+common=(--ranks "$ranks" --transport "$transport" "${sizes[@]}" -n 40 -w 50 -c 0 --algo all+auto)
 for r in $(seq 1 "$repeats"); do
   STRATA_TUNE=0 timeout 1200 "$perf" "${common[@]}" --json "$out/model_$r.json" > /dev/null 2>&1
   STRATA_TUNE=1 timeout 1200 "$perf" "${common[@]}" --json "$out/tuned_$r.json" > /dev/null 2>&1
