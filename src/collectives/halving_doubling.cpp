@@ -126,22 +126,20 @@ void halving(Context& ctx, const Group& g, const Bounds& b, const char* cur, cha
 class Doubling {
  public:
   Doubling(Context& ctx, const Group& g, const Bounds& b, char* buf, std::size_t esz)
-      : ctx_(ctx), g_(g), b_(b), buf_(buf), esz_(esz) {
-    const int p = g.size(), p2 = pow2_floor(p), vr = fold_vrank(g.me, p);
-    for (int j = 0; (1 << j) < p2; ++j) {
-      const Span theirs = span_of(b, doubling_held(doubling_partner(vr, j), j));
+      : ctx_(ctx), g_(g), b_(b), buf_(buf), esz_(esz), vr_(fold_vrank(g.me, g.size())) {
+    for (int j = 0; (1 << j) < pow2_floor(g.size()); ++j) {
+      const Span theirs = span_of(b, doubling_held(doubling_partner(vr_, j), j));
       recvs_.push_back(theirs.size ? ctx.recv(peer(j), Channel::data2, buf + theirs.begin * esz, theirs.size * esz)
                                    : RequestPtr{});
     }
   }
 
   void run() {
-    const int vr = fold_vrank(g_.me, g_.size());
     std::vector<RequestPtr> sends;
     for (std::size_t j = 0; j < recvs_.size(); ++j) {
       const int step = static_cast<int>(j);
-      const Span mine = span_of(b_, doubling_held(vr, step));
-      const Span theirs = span_of(b_, doubling_held(doubling_partner(vr, step), step));
+      const Span mine = span_of(b_, doubling_held(vr_, step));
+      const Span theirs = span_of(b_, doubling_held(doubling_partner(vr_, step), step));
       if (mine.size) sends.push_back(ctx_.send(peer(step), Channel::data2, buf_ + mine.begin * esz_, mine.size * esz_));
       if (const auto& r = recvs_[j]) {
         ctx_.wait(r);
@@ -152,16 +150,15 @@ class Doubling {
   }
 
  private:
-  int peer(int j) const {
-    return g_.rank(fold_real(doubling_partner(fold_vrank(g_.me, g_.size()), j), g_.size()));
-  }
+  int peer(int j) const { return g_.rank(fold_real(doubling_partner(vr_, j), g_.size())); }
 
   Context& ctx_;
   const Group& g_;
   const Bounds& b_;
   char* buf_;
   std::size_t esz_;
-  std::vector<RequestPtr> recvs_;
+  int vr_;  // this rank's virtual rank among the p2
+  std::vector<RequestPtr> recvs_;  // per doubling step; null where nothing comes
 };
 
 // Bounds for virtual blocks made of whole rank blocks of `block` elements each.
