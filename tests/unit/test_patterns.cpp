@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <set>
 #include <vector>
 
@@ -31,26 +33,26 @@ TEST(PatternsChunkCount, AtLeastOneAndBoundedByChunkBytes) {
   EXPECT_EQ(chunk_count(10, 8, 1), 10u);  // chunk smaller than an element: one per element
 }
 
-// Simulates ring reduce-scatter: holds[r][s] = set of ranks whose contribution to
-// segment s rank r has folded in.
+// Simulates ring reduce-scatter: holds[r][s] has bit q set once rank r has folded rank
+// q's contribution to segment s in (p <= 64, so one word per segment).
 void check_ring_reduce_scatter(int p, int shift) {
-  std::vector<std::vector<std::set<int>>> holds(p, std::vector<std::set<int>>(p));
+  std::vector<std::vector<std::uint64_t>> holds(p, std::vector<std::uint64_t>(p));
   for (int r = 0; r < p; ++r)
-    for (int s = 0; s < p; ++s) holds[r][s] = {r};
+    for (int s = 0; s < p; ++s) holds[r][s] = std::uint64_t{1} << r;
   for (int k = 0; k < p - 1; ++k) {
     auto before = holds;
     for (int r = 0; r < p; ++r) {
       const int from = mod(r - 1, p);
       const int seg = ring_rs_recv_seg(r, shift, k, p);
       ASSERT_EQ(seg, ring_rs_send_seg(from, shift, k, p)) << "p=" << p << " k=" << k;
-      holds[r][seg].insert(before[from][seg].begin(), before[from][seg].end());
+      holds[r][seg] |= before[from][seg];
     }
   }
   std::set<int> finals;
   for (int r = 0; r < p; ++r) {
     const int f = ring_rs_final_seg(r, shift, p);
     finals.insert(f);
-    ASSERT_EQ(holds[r][f].size(), static_cast<std::size_t>(p)) << "p=" << p << " rank " << r;
+    ASSERT_EQ(std::popcount(holds[r][f]), p) << "p=" << p << " rank " << r;
   }
   ASSERT_EQ(finals.size(), static_cast<std::size_t>(p));
 }
