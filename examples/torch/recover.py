@@ -171,6 +171,11 @@ def launch(args):
             procs.append(start(args.ranks, -1))
             replaced = True
         time.sleep(0.05)
+    # A replacement that took part finishes its teardown after the first workers have
+    # exited: give it a few seconds before counting it as stuck.
+    grace = min(deadline, time.monotonic() + 20)
+    while time.monotonic() < grace and any(p.poll() is None for p in procs):
+        time.sleep(0.05)
     for p in procs:
         if p.poll() is None:
             p.kill()
