@@ -7,6 +7,7 @@ pkgs=(cmake ninja-build g++ pkg-config libboost-dev libboost-system-dev libproto
       clang libclang-rt-dev  # clang: the sanitizer builds and libFuzzer (scripts/test.sh)
       # openssl: the TLS tests make their certificate authorities with its command line
       nlohmann-json3-dev     # JSON in the tools (strata-perf --json, strata-plan --measured)
+      gdb                    # the stacks of a test rank that ran out of time (tests/support/fork_ranks.cpp)
       python3-venv)          # the Python environment of the PyTorch backend (scripts/python-env.sh)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -37,6 +37,21 @@ void drain(int fd, std::string& into) {
   }
 }
 
+// Every thread's stack of a process that ran out of time, so that a hang in CI says where
+// it hung (gdb comes with scripts/setup-deps.sh; without it, nothing is added).
+std::string stacks_of(pid_t pid) {
+  if (::access("/usr/bin/gdb", X_OK) != 0) return "";
+  const std::string cmd = "timeout 30 /usr/bin/gdb -p " + std::to_string(pid) +
+                          " -batch -nx -ex 'thread apply all bt 30' 2>&1 | grep -E '^(Thread|#)'";
+  std::string out;
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && out.size() < 64 * 1024;) out.append(buf, n);
+    ::pclose(f);
+  }
+  return out.empty() ? "" : "\n[stacks when the time ran out]\n" + out;
+}
+
 }  // namespace
 
 std::vector<RankResult> fork_ranks(int n, std::chrono::milliseconds timeout,
@@ -102,6 +117,8 @@ std::vector<RankResult> fork_ranks(int n, std::chrono::milliseconds timeout,
       for (int r = 0; r < n; ++r) {
         auto& c = children[r];
         if (c.finished) continue;
+        drain(c.out_fd, results[r].output);
+        results[r].output += stacks_of(c.pid);
         ::kill(c.pid, SIGKILL);
         ::waitpid(c.pid, nullptr, 0);
         drain(c.out_fd, results[r].output);
