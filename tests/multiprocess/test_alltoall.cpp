@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fork_ranks.hpp"
+#include "store_process.hpp"
 #include "strata/strata.h"
 #include "strata/strata.hpp"
 
@@ -235,8 +236,8 @@ TEST(AlltoallErrors, DisagreeingSplitsAreNamed) {
 }
 
 TEST(AlltoallCApi, EvenAndUneven) {
-  strataUniqueId id;
-  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess) << strataGetLastError(nullptr);
+  const StoreProcess store;
+  const strataUniqueId id = store.c_id();
   auto results = fork_ranks(3, 120s, [&](int rank) {
     strataComm_t comm = nullptr;
     auto check = [](strataResult_t r, const char* what) {

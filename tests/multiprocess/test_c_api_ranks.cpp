@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <regex>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "fork_ranks.hpp"
+#include "store_process.hpp"
 #include "strata/strata.h"
 
 namespace {
@@ -239,7 +241,8 @@ void PrintTo(const Setup& s, std::ostream* os) { *os << s.name; }
 class CApiRanks : public ::testing::TestWithParam<Setup> {
  protected:
   void SetUp() override {
-    ASSERT_EQ(strataGetUniqueId(&id_), strataSuccess) << strataGetLastError(nullptr);
+    store_.emplace();
+    id_ = store_->c_id();
   }
 
   strataComm_t init(int rank) const {
@@ -267,6 +270,7 @@ class CApiRanks : public ::testing::TestWithParam<Setup> {
     EXPECT_EQ(strata::test::failures(results), "");
   }
 
+  std::optional<strata::test::StoreProcess> store_;
   strataUniqueId id_{};
 };
 
@@ -500,8 +504,8 @@ TEST(CApiRankFailures, InitFromEnvironment) {
 }
 
 TEST(CApiRankFailures, PeerThatNeverJoinsTheCollectiveTimesOut) {
-  strataUniqueId id;
-  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess);
+  const strata::test::StoreProcess store;
+  const strataUniqueId id = store.c_id();
   auto results = fork_ranks(2, kTestLimit, [&](int rank) {
     strataComm_t comm = init_tcp(id, rank, 2, 1500);
     if (rank == 1) {
@@ -529,8 +533,8 @@ TEST(CApiRankFailures, PeerThatNeverJoinsTheCollectiveTimesOut) {
 }
 
 TEST(CApiRankFailures, AbortFromAnotherThreadUnblocksABlockingCall) {
-  strataUniqueId id;
-  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess);
+  const strata::test::StoreProcess store;
+  const strataUniqueId id = store.c_id();
   auto results = fork_ranks(2, kTestLimit, [&](int rank) {
     strataComm_t comm = init_tcp(id, rank, 2, kOpTimeoutMs);
     if (rank == 1) {
@@ -559,8 +563,8 @@ TEST(CApiRankFailures, AbortFromAnotherThreadUnblocksABlockingCall) {
 }
 
 TEST(CApiRankFailures, DifferentCollectivesAreReportedAsMismatch) {
-  strataUniqueId id;
-  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess);
+  const strata::test::StoreProcess store;
+  const strataUniqueId id = store.c_id();
   auto results = fork_ranks(2, kTestLimit, [&](int rank) {
     strataComm_t comm = init_tcp(id, rank, 2, 10000);
     std::vector<float> buf(64, 1.0f);
@@ -583,8 +587,8 @@ TEST(CApiRankFailures, DifferentCollectivesAreReportedAsMismatch) {
 }
 
 TEST(CApiRankFailures, LostRankIsNamedAndSurvivorsShrink) {
-  strataUniqueId id;
-  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess);
+  const strata::test::StoreProcess store;
+  const strataUniqueId id = store.c_id();
   auto results = fork_ranks(3, kTestLimit, [&](int rank) {
     strataComm_t comm = init_tcp(id, rank, 3, kOpTimeoutMs);
     std::vector<std::int64_t> buf(4099, rank + 1);

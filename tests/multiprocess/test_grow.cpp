@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fork_ranks.hpp"
+#include "store_process.hpp"
 #include "strata/strata.hpp"
 
 namespace strata::test {
@@ -18,7 +19,8 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(Grow, ThreeRanksGrowToFourAndTheJoinerGetsTheModel) {
-  const UniqueId id = UniqueId::create();  // the store lives in this process, not in a rank
+  const StoreProcess store;  // the store outlives every rank
+  const UniqueId& id = store.id();
   auto rs = fork_ranks(4, 90s, [&](int p) {
     CommOptions o;
     o.transport = TransportKind::tcp;
@@ -64,7 +66,8 @@ TEST(Grow, ThreeRanksGrowToFourAndTheJoinerGetsTheModel) {
 }
 
 TEST(Grow, RanksThatDisagreeOnTheNewSizeFail) {
-  const UniqueId id = UniqueId::create();
+  const StoreProcess store;
+  const UniqueId& id = store.id();
   auto rs = fork_ranks(2, 60s, [&](int p) {
     CommOptions o;
     o.transport = TransportKind::tcp;

@@ -25,6 +25,7 @@
 #include "bootstrap/file_store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "fork_ranks.hpp"
+#include "store_process.hpp"
 #include "job_handshake.hpp"
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
@@ -225,7 +226,8 @@ TEST(JobAuth, RankWithAnotherSecretIsToldAtOnce) {
 // A UniqueId carries its own secret: ranks need no setting, and the store it names admits
 // only those who hold the id.
 TEST(JobAuth, UniqueIdCarriesTheSecret) {
-  const UniqueId id = UniqueId::create();
+  const StoreProcess store;
+  const UniqueId& id = store.id();
   const auto results = fork_ranks(3, 60s, [&](int rank) {
     if (rank == 2) {  // knows the address, not the id
       const auto [host, port] = bootstrap::split_host_port(id.root(), "root");
