@@ -146,6 +146,9 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
                  "algorithm that implements the collective (applies where the ranks run flat: one "
                  "region), or 'all+auto' for those and then one with the library's choice. Names: " +
                      collectives::algorithm_names());
+  app.add_flag("--by-size", o.by_size,
+               "With --algo all or all+auto: time every algorithm at one size before the next size "
+               "(one row each, under the algorithm's comment line) instead of one sweep per algorithm");
   app.add_option("--json", o.json_path, "Write the results as JSON to this file (rank 0)");
   app.add_option("-T,--timeout", o.timeout_s, "Per-operation timeout in seconds (0: STRATA_TIMEOUT_S)")
       ->check(CLI::NonNegativeNumber);

@@ -51,6 +51,9 @@ struct PerfOptions {
   // --algo: a registered algorithm forced on every timed call (CallOptions::algorithm),
   // "all" for one sweep per algorithm that implements the collective, "" for automatic.
   std::string algo;
+  // With several algorithms: every one at a size before the next size (not one whole sweep
+  // after another), so drift in the host's load over the run hits them alike.
+  bool by_size = false;
 };
 
 // The collective strata runs for c; nullopt for sendrecv (point to point).

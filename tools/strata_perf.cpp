@@ -131,15 +131,31 @@ int run_rank(const PerfOptions& o) {
   const auto sizes = o.collective == Collective::barrier
                          ? std::vector<std::uint64_t>{0}
                          : sweep_sizes(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
-  // --algo: one block of rows per algorithm, each under a comment line naming it.
-  for (const std::string& algo : algorithms_to_run(o, n, static_cast<int>(config::get(config::servers)))) {
-    if (me == 0 && !o.algo.empty()) print("# algorithm " + (algo.empty() ? std::string("auto (the library's choice)") : algo) + "\n");
-    for (const Case& c : expand_cases(o, n, algo)) {
-      for (const std::uint64_t size : sizes) {
-        rows.push_back(bench.run(c, size));
-        if (me == 0) print(format_row(rows.back()));
-      }
-    }
+  // --algo: one block of rows per algorithm, each under a comment line naming it; with
+  // --by-size the blocks take turns, one size at a time.
+  struct Sweep {
+    std::string algo;
+    std::vector<Case> cases;
+  };
+  std::vector<Sweep> sweeps;
+  for (const std::string& algo : algorithms_to_run(o, n, static_cast<int>(config::get(config::servers))))
+    sweeps.push_back({algo, expand_cases(o, n, algo)});
+  const std::string* named = nullptr;
+  auto run_row = [&](const Sweep& s, const Case& c, std::uint64_t size) {
+    if (me == 0 && !o.algo.empty() && named != &s.algo)
+      print("# algorithm " + (s.algo.empty() ? std::string("auto (the library's choice)") : s.algo) + "\n");
+    named = &s.algo;
+    rows.push_back(bench.run(c, size));
+    if (me == 0) print(format_row(rows.back()));
+  };
+  if (o.by_size) {
+    for (const std::uint64_t size : sizes)
+      for (const Sweep& s : sweeps)
+        for (const Case& c : s.cases) run_row(s, c, size);
+  } else {
+    for (const Sweep& s : sweeps)
+      for (const Case& c : s.cases)
+        for (const std::uint64_t size : sizes) run_row(s, c, size);
   }
   const std::int64_t wrong = total_wrong(rows);
   if (me == 0) {

@@ -321,3 +321,16 @@ TEST(PerfOptions, LaterFlagsOverrideEarlierOnes) {
   EXPECT_EQ(p.options->min_bytes, 1u << 20);
   EXPECT_EQ(p.options->transport, "tcp");
 }
+
+TEST(PerfOptions, BySizeTakesTheAlgorithmsInTurns) {
+  std::vector<std::string> args = {"strata-perf", "--algo", "all+auto", "--by-size"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  const ParsedOptions p = parse_perf_options(static_cast<int>(argv.size()), argv.data());
+  ASSERT_TRUE(p.options.has_value()) << "exit code " << p.exit_code;
+  EXPECT_TRUE(p.options->by_size);
+  EXPECT_FALSE(p.options->interleave);  // --interleave places ranks in regions: another flag
+  const auto algos = algorithms_to_run(*p.options, 3, 0);
+  ASSERT_GE(algos.size(), 2u);
+  EXPECT_EQ(algos.back(), "");  // the library's choice comes last at each size
+}
