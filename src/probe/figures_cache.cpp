@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -50,6 +51,10 @@ std::optional<topology::Measured> read_cache(const std::string& path, const std:
 
 void write_cache(const std::string& path, const std::string& key, const topology::Measured& m) {
   const std::string dir = cache_dir();
+  // $XDG_CACHE_HOME need not exist yet (the XDG rule: create it); only strata's own
+  // directory is kept private.
+  std::error_code ignored;
+  std::filesystem::create_directories(std::filesystem::path(dir).parent_path(), ignored);
   ::mkdir(dir.c_str(), 0700);
   const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
   {
