@@ -25,8 +25,8 @@
 #include "bootstrap/file_store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "fork_ranks.hpp"
-#include "store_process.hpp"
 #include "job_handshake.hpp"
+#include "store_process.hpp"
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
 
