@@ -80,6 +80,15 @@ template <Type T>
 std::string text(Key<T> k) {
   return raw(setting(k.id));
 }
+template <Type T>
+bool given(Key<T> k) {
+  const char* v = std::getenv(setting(k.id).env);
+  return v && *v;
+}
+template bool given(Key<Type::integer>);
+template bool given(Key<Type::real>);
+template bool given(Key<Type::string>);
+
 template std::string text(Key<Type::integer>);
 template std::string text(Key<Type::real>);
 template std::string text(Key<Type::string>);

@@ -48,6 +48,10 @@ std::int64_t get(Key<Type::integer> k);
 double get(Key<Type::real> k);
 std::string get(Key<Type::string> k);
 
+// Whether the environment sets it (to something not empty), for settings whose default
+// depends on more than the registry knows.
+template <Type T>
+bool given(Key<T> k);
 // The value as written (or the default), unparsed: for cache keys and logs.
 template <Type T>
 std::string text(Key<T> k);

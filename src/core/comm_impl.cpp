@@ -160,6 +160,7 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
     transport_ = connect_world(store, kind_, shape, all, deadline, secret_);
+    if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->chunk_bytes();
     connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
     build_selector(store, deadline);
     // The store rank 0 serves ends with it, so rank 0 leaves creation (and may then leave
@@ -221,6 +222,7 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   auto figures = probe::agree_figures(in, &probe_report_);
   // Every rank of a communicator spanning regions waits the same way, so all add the same.
   figures.wait_alpha = std::chrono::duration<double>(transport_->wait_latency()).count();
+  figures.chunk_bytes = chunk_bytes_;  // the model cuts vectors as the algorithms will
   selector_ = std::make_unique<topology::Selector>(
       std::move(figures), localities_, topology::parse_algorithm_rules(config::get(config::algo), "STRATA_ALGO", true));
   world_ = collectives::Group::world(rank_, size_);

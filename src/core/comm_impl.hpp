@@ -72,6 +72,8 @@ class CommImpl {
   // rank came by them (tests, strata-plan).
   const topology::Selector& selector() const { return *selector_; }
   const probe::ProbeReport& probe_report() const { return probe_report_; }
+  // The pipeline chunk of this communicator's collectives: STRATA_CHUNK_BYTES, else its transport's.
+  std::size_t chunk_bytes() const { return chunk_bytes_; }
   // The hierarchical plan, if the communicator runs one.
   const std::optional<hierarchy::Plan>& plan() const { return plan_; }
   // What the online tuner learned so far (topology::Tuner::report), read between

@@ -99,6 +99,10 @@ class Transport {
   // sleeps in turns on two fabrics). Spinning probes do not see it.
   virtual std::chrono::microseconds wait_latency() const { return std::chrono::microseconds(0); }
 
+  // The pipeline chunk collectives cut long vectors into when STRATA_CHUNK_BYTES does not
+  // say: where each message costs a handshake, fewer and larger ones win.
+  virtual std::size_t chunk_bytes() const { return std::size_t{1} << 20; }
+
   // Engine thread. What the transport could not do on its own and may explain a peer's
   // silence (its listener ran out of file descriptors), for timeout messages; "" if none.
   virtual std::string trouble() const { return ""; }

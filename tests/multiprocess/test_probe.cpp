@@ -159,6 +159,28 @@ TEST(Probe, DisabledOrGivenByTheTopologyFile) {
   EXPECT_EQ(failures(results), "");
 }
 
+// The pipeline chunk comes from the transport unless STRATA_CHUNK_BYTES says, and the
+// model cuts vectors the same way; the collectives stay exact with either.
+TEST(SelectorLive, ChunkIsTheTransportsUnlessSet) {
+  const std::string r1 = free_root_address(), r2 = free_root_address(), r3 = free_root_address();
+  auto results = fork_ranks(2, std::chrono::seconds(120), [&](int rank) {
+    ::setenv("STRATA_TIMEOUT_S", "60", 1);
+    ::unsetenv("STRATA_CHUNK_BYTES");
+    auto expect_chunk = [&](const std::string& root, TransportKind kind, std::size_t want) {
+      detail::CommImpl c(comm_setup(rank, 2, root, kind));
+      require(c.chunk_bytes() == want, std::string(kind == TransportKind::ucx ? "ucx" : "tcp") + ": chunk " +
+                                           std::to_string(c.chunk_bytes()) + ", want " + std::to_string(want));
+      require(c.selector().figures().chunk_bytes == want, "the model's chunk differs from the algorithms'");
+      check_allreduce(c, (want / sizeof(float)) * 2 + 3);  // two chunks and a remainder
+    };
+    expect_chunk(r1, TransportKind::ucx, std::size_t{4} << 20);
+    expect_chunk(r2, TransportKind::tcp, std::size_t{1} << 20);
+    ::setenv("STRATA_CHUNK_BYTES", "65536", 1);
+    expect_chunk(r3, TransportKind::ucx, 65536);
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
 TEST(SelectorLive, OverrideGrammarPerCallAndInStrataAlgo) {
   const std::string root1 = free_root_address(), root2 = free_root_address();
   auto results = fork_ranks(3, std::chrono::seconds(120), [&](int rank) {
