@@ -24,9 +24,15 @@ namespace {
 
 const Setting& setting(Id id) { return registry()[static_cast<std::size_t>(id)]; }
 
-std::string raw(const Setting& s) {
+// The environment's value, or nullptr where it is unset or empty (both mean the default).
+const char* env_value(const Setting& s) {
   const char* v = std::getenv(s.env);
-  return v && *v ? std::string(v) : std::string(s.default_value);
+  return v && *v ? v : nullptr;
+}
+
+std::string raw(const Setting& s) {
+  const char* v = env_value(s);
+  return v ? std::string(v) : std::string(s.default_value);
 }
 
 // "[4096, 1073741824]", for errors.
@@ -82,8 +88,7 @@ std::string text(Key<T> k) {
 }
 template <Type T>
 bool given(Key<T> k) {
-  const char* v = std::getenv(setting(k.id).env);
-  return v && *v;
+  return env_value(setting(k.id)) != nullptr;
 }
 template bool given(Key<Type::integer>);
 template bool given(Key<Type::real>);
@@ -96,10 +101,9 @@ template std::string text(Key<Type::string>);
 std::string dump() {
   std::string out;
   for (const auto& s : registry()) {
-    const char* v = std::getenv(s.env);
+    const char* v = env_value(s);
     const bool secret = std::string_view(s.name) == "job_secret";  // never in a log
-    out += std::string(s.env) + "=" + (secret && v && *v ? std::string("(set)") : raw(s)) +
-           (v && *v ? "" : " (default)") + "\n";
+    out += std::string(s.env) + "=" + (secret && v ? std::string("(set)") : raw(s)) + (v ? "" : " (default)") + "\n";
   }
   return out;
 }
