@@ -103,6 +103,15 @@ class Transport {
   // say: where each message costs a handshake, fewer and larger ones win.
   virtual std::size_t chunk_bytes() const { return std::size_t{1} << 20; }
 
+  // Whether this rank may read `peer`'s memory directly (read_peer): peers on this host,
+  // over a transport that already shares memory there, when every rank of the host could
+  // read every other's at start-up (peer_memory.hpp). Symmetric, and the same answer on
+  // every rank of the host, so collectives may choose by it.
+  virtual bool shares_memory(int /*peer*/) const { return false; }
+  // Engine thread. Copies `bytes` at address `addr` of peer's memory into dst, where
+  // shares_memory(peer); throws TransportError otherwise or if the kernel refuses.
+  virtual void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes);
+
   // Engine thread. What the transport could not do on its own and may explain a peer's
   // silence (its listener ran out of file descriptors), for timeout messages; "" if none.
   virtual std::string trouble() const { return ""; }

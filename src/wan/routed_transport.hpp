@@ -36,6 +36,14 @@ class RoutedTransport : public transport::Transport {
   std::chrono::microseconds wait_latency() const override { return kTurn / 2; }
   std::string trouble() const override;
   bool settled() const override { return local_->settled() && wan_->settled(); }
+  // Ranks of other regions never, even where an emulation puts them on this host.
+  bool shares_memory(int peer) const override {
+    return !remote_[static_cast<std::size_t>(peer)] && local_->shares_memory(peer);
+  }
+  void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes) override {
+    if (!shares_memory(peer)) return Transport::read_peer(peer, addr, dst, bytes);
+    local_->read_peer(peer, addr, dst, bytes);
+  }
 
  private:
   Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }

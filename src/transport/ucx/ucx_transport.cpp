@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "base/config.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 
@@ -58,6 +59,8 @@ UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store,
   try {
     init_ucx();
     exchange_addresses(store, deadline);
+    peer_memory_ = std::make_unique<PeerMemory>(rank_, same_host_, config::get(config::single_copy) != 0, store,
+                                                "ucx-cma/", deadline);
   } catch (...) {
     // The destructor does not run for a half-built object.
     if (worker_) ucp_worker_destroy(worker_);
