@@ -213,11 +213,12 @@ void print_region_ring(const topo::Figures& f, const hierarchy::Plan& plan) {
 
 // ---- modes --------------------------------------------------------------------------
 
-void print_plan(const topo::Selector& sel, const std::vector<Locality>& ls, const std::optional<hierarchy::Plan>& plan,
+// world: the group flat collectives run over (a live communicator's says whether its
+// ranks share memory; a synthetic layout's never does).
+void print_plan(const topo::Selector& sel, const collectives::Group& world, const std::optional<hierarchy::Plan>& plan,
                 const Options& o) {
   const auto kinds = kinds_of(o.collectives);
   const auto sizes = perf::sweep_sizes(o.min_bytes, o.max_bytes, 0, o.factor);
-  const collectives::Group world = collectives::Group::world(0, static_cast<int>(ls.size()));
   if (!sel.rules().empty()) {
     std::printf("STRATA_ALGO rules come first:");
     for (const auto& r : sel.rules().rules) std::printf(" [%s]", r.text.c_str());
@@ -254,7 +255,7 @@ int run_offline(const Options& o) {
   if (plan) hierarchy::order_regions(*plan, ls, f);
   std::printf("strata-plan: %zu ranks in %zu region(s)\n", ls.size(), f.regions.size());
   print_figures(f, nullptr);
-  print_plan(sel, ls, plan, o);
+  print_plan(sel, collectives::Group::world(0, static_cast<int>(ls.size())), plan, o);
   return 0;
 }
 
@@ -284,7 +285,7 @@ void learn_online(detail::CommImpl& comm, const Options& o) {
       // (ties have no cap), and one more that runs what it kept.
       int candidates = 0;
       for (const auto& alg : collectives::algorithms())
-        candidates += alg.supports(kind, DataType::f32, count, collectives::GroupShape(p)) ? 1 : 0;
+        candidates += alg.supports(kind, DataType::f32, count, comm.world().shape()) ? 1 : 0;
       const int calls = candidates * per_candidate + 1;
       most = std::max(most, calls);
       for (int i = 0; i < calls; ++i) comm.collective(a, CallOptions{}).wait();
@@ -311,11 +312,9 @@ int run_rank(const Options& o) {
   if (o.transport == "ucx") s.options.transport = TransportKind::ucx;
   detail::CommImpl comm(s);
   if (comm.rank() == 0) {
-    std::vector<Locality> ls;
-    for (int r = 0; r < comm.size(); ++r) ls.push_back(comm.locality(r));
     std::printf("strata-plan: live communicator of %d ranks over %s\n", comm.size(), to_string(comm.transport_kind()));
     print_figures(comm.selector().figures(), &comm.probe_report());
-    print_plan(comm.selector(), ls, comm.plan(), o);
+    print_plan(comm.selector(), comm.world(), comm.plan(), o);
     std::fflush(stdout);
   }
   if (o.learn) learn_online(comm, o);

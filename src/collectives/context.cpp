@@ -52,6 +52,14 @@ void Context::check_stamp(int peer, const std::string& theirs) {
                       std::to_string(peer) + " called another collective");
 }
 
+void Context::read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes) {
+  try {
+    p_.transport->read_peer(peer, addr, dst, bytes);
+  } catch (const TransportError& e) {
+    throw TransportError(p_.what + " on rank " + std::to_string(my_rank()) + ": " + e.what());
+  }
+}
+
 void Context::wait(const RequestPtr& r) { wait_all({r}); }
 
 std::size_t Context::wait_bytes(const RequestPtr& r) {

@@ -22,10 +22,13 @@ class Chooser;  // dispatch.hpp
 // What an algorithm's supports() may ask of a group: its size, and how many dedicated
 // parameter-server processes serve it (only a communicator's world group, and only when
 // it was started with STRATA_SERVERS). Converts from a bare size, all most callers know.
+// And whether every member may read every other's memory (Group::shared_memory).
 struct GroupShape {
   int size = 1;
   int servers = 0;
-  GroupShape(int size_, int servers_ = 0) : size(size_), servers(servers_) {}  // NOLINT: implicit on purpose
+  bool shared_memory = false;
+  GroupShape(int size_, int servers_ = 0, bool shared_memory_ = false)  // NOLINT: implicit on purpose
+      : size(size_), servers(servers_), shared_memory(shared_memory_) {}
 };
 
 // The ranks one algorithm runs over, in the order the algorithm uses; `me` indexes it.
@@ -35,9 +38,13 @@ struct Group {
   // Transport ranks of the dedicated servers attached to this group (ps/shard_server.hpp);
   // they are not members and run no algorithm, they answer param_server's pushes.
   std::vector<int> servers;
+  // Every member may read every other's memory through the transport (read_peer): all
+  // on one host, over a transport that shares memory there. Whoever builds the group
+  // sets it, from Transport::shares_memory, the same way on every member.
+  bool shared_memory = false;
   int size() const { return static_cast<int>(ranks.size()); }
   int rank(int i) const { return ranks[static_cast<std::size_t>(i)]; }
-  GroupShape shape() const { return {size(), static_cast<int>(servers.size())}; }
+  GroupShape shape() const { return {size(), static_cast<int>(servers.size()), shared_memory}; }
   static Group world(int rank, int size);
 };
 
@@ -88,6 +95,9 @@ class Context {
   // collective, such as a worker's conversation with a dedicated server.
   RequestPtr send_tagged(int peer, transport::Tag tag, const void* buf, std::size_t bytes);
   RequestPtr recv_tagged(int peer, transport::Tag tag, void* buf, std::size_t bytes);
+  // Copies bytes at `addr` of peer's (a transport rank's) memory into dst, for groups
+  // with shared_memory; failures name the collective and both ranks.
+  void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes);
   void wait(const RequestPtr& r);
   void wait_all(const std::vector<RequestPtr>& rs);
   // Waits until at least `r` is done, also failing on mismatch; returns its byte count.

@@ -15,19 +15,6 @@ namespace strata::collectives {
 
 namespace {
 
-// Where block s of the vector lives (elements).
-struct Blocks {
-  std::size_t n = 0;  // all blocks together
-  int p = 1;
-  std::size_t fixed = 0;  // nonzero: every block has this size (reduce_scatter); else pieces of n
-  std::size_t begin(int s) const {
-    return fixed ? static_cast<std::size_t>(s) * fixed : piece_begin(n, static_cast<std::size_t>(p), static_cast<std::size_t>(s));
-  }
-  std::size_t size(int s) const {
-    return fixed ? fixed : piece_size(n, static_cast<std::size_t>(p), static_cast<std::size_t>(s));
-  }
-};
-
 // Receives this rank's block from every peer and reduces it into out (the block's
 // size), calling on_chunk(offset, length) in elements as each chunk is final (op avg
 // divided already). Sends every other block of `send` to its owner.

@@ -51,7 +51,7 @@ const Algorithm& resolve_algorithm(const Chooser& chooser, const Group& g, const
   if (!a.algorithm->supports(a.kind, a.dtype, a.count, g.shape()))
     throw InvalidArgument(what + ": algorithm " + a.algorithm->name + " does not support it over " +
                           std::to_string(g.size()) + " ranks and " + std::to_string(g.servers.size()) +
-                          " dedicated servers (valid: " + algorithm_names(a.kind, a.dtype, a.count, g.shape()) + ")");
+                          " dedicated servers" + (g.shared_memory ? "" : ", which do not share memory") + " (valid: " + algorithm_names(a.kind, a.dtype, a.count, g.shape()) + ")");
   return *a.algorithm;
 }
 

@@ -175,4 +175,18 @@ inline int dtree_child(int r, int t, int c, int p) {
 inline int direct_to(int me, int k, int p) { return mod(me + k, p); }
 inline int direct_from(int me, int k, int p) { return mod(me - k, p); }
 
+// Where block s of a vector split among p owners lives (elements): pieces of n, or
+// fixed-size blocks (reduce_scatter, allgather) when `fixed` is nonzero.
+struct Blocks {
+  std::size_t n = 0;  // all blocks together
+  int p = 1;
+  std::size_t fixed = 0;
+  std::size_t begin(int s) const {
+    return fixed ? static_cast<std::size_t>(s) * fixed : piece_begin(n, static_cast<std::size_t>(p), static_cast<std::size_t>(s));
+  }
+  std::size_t size(int s) const {
+    return fixed ? fixed : piece_size(n, static_cast<std::size_t>(p), static_cast<std::size_t>(s));
+  }
+};
+
 }  // namespace strata::collectives

@@ -206,6 +206,18 @@ void CommImpl::ensure_descriptors() {
               " here; if connections fail with 'Too many open files', raise it with 'ulimit -n'");
 }
 
+namespace {
+
+// Every rank asks only about its own peers; shares_memory gives the same answer on every
+// rank of a host, so all members of a group come to the same verdict.
+bool all_share_memory(const transport::Transport& t, const collectives::Group& g) {
+  for (int i = 0; i < g.size(); ++i)
+    if (i != g.me && !t.shares_memory(g.rank(i))) return false;
+  return true;
+}
+
+}  // namespace
+
 void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadline) {
   configure_spin();  // probes wait for round trips the way collectives wait for messages
   probe::ProbeInputs in;
@@ -227,6 +239,7 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
       std::move(figures), localities_, topology::parse_algorithm_rules(config::get(config::algo), "STRATA_ALGO", true));
   world_ = collectives::Group::world(rank_, size_);
   for (int j = 0; j < servers_; ++j) world_.servers.push_back(size_ + j);
+  world_.shared_memory = all_share_memory(*transport_, world_);
   selector_->add_group(world_);
   if (size_ > 1 && config::get(config::tune) != 0) {
     topology::Tuner::Options t;
@@ -237,7 +250,10 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
     hierarchy::order_regions(*plan_, localities_, selector_->figures());
     if (rank_ == 0 && plan_->region_ring->order.size() > 2)
       log::info("regions in ring order: " + topology::describe(*plan_->region_ring, selector_->figures()));
-    for (const auto& g : plan_->mine) selector_->add_group(g);
+    for (auto& g : plan_->mine) {
+      g.shared_memory = all_share_memory(*transport_, g);
+      selector_->add_group(g);
+    }
     plan_->pricing = hierarchy::price_levels(*selector_, *plan_);
   }
   if (rank_ == 0 && log::enabled(log::Level::info)) {

@@ -74,6 +74,8 @@ class CommImpl {
   const probe::ProbeReport& probe_report() const { return probe_report_; }
   // The pipeline chunk of this communicator's collectives: STRATA_CHUNK_BYTES, else its transport's.
   std::size_t chunk_bytes() const { return chunk_bytes_; }
+  // The group of all ranks (and the dedicated servers), as flat collectives run over it.
+  const collectives::Group& world() const { return world_; }
   // The hierarchical plan, if the communicator runs one.
   const std::optional<hierarchy::Plan>& plan() const { return plan_; }
   // What the online tuner learned so far (topology::Tuner::report), read between

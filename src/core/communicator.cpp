@@ -23,7 +23,7 @@ using detail::CommImpl;
 namespace {
 
 // What an algorithm named for a call runs over: the ranks and any dedicated servers.
-collectives::GroupShape shape_of(const CommImpl& c) { return {c.size(), c.servers()}; }
+collectives::GroupShape shape_of(const CommImpl& c) { return c.world().shape(); }
 
 struct Checker {
   const char* collective;

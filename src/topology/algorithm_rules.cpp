@@ -212,7 +212,8 @@ const collectives::Algorithm* resolve_call_algorithm(const std::string& spec, Co
   if (!r->algorithm->supports(kind, dt, count, group))
     throw InvalidArgument("algorithm '" + r->text + "' does not support " + to_string(kind) + " of " +
                           to_string(dt) + " over " + std::to_string(group_size) + " ranks" +
-                          (group.servers ? "" : " without dedicated servers") + " (valid: " +
+                          (group.servers ? "" : " without dedicated servers") +
+                          (group.shared_memory ? "" : ", which do not share memory") + " (valid: " +
                           collectives::algorithm_names(kind, dt, count, group) + ")");
   return r->algorithm;
 }

@@ -79,6 +79,15 @@ std::optional<Cost> param_server(int p, double N, double pulled, const GroupCost
   return terms(2, on_link, (q - 1) * shard, g, 2 * (std::max(q, S) - 1));
 }
 
+// single_copy (members read each other's memory): `rounds` of p - 1 empty messages each,
+// reading `read` bytes of peers' buffers and reducing `reduced`. Its reduction reads one
+// operand from cache, right after the kernel's copy put it there, where the staged
+// algorithms' γ streams both operands from memory: two streams of three, so 2/3 of γ.
+std::optional<Cost> single_copy(double rounds, double read, double reduced, int p, const GroupCost& g) {
+  if (!g.shared_memory) return std::nullopt;
+  return terms(rounds, read, reduced * 2 / 3, g, rounds * (p - 2.0));
+}
+
 std::optional<Cost> allreduce(AlgorithmId a, int p, double N, const GroupCost& g) {
   const double q = p, f = (q - 1) / q;
   const int p2 = 1 << log2_floor(p), L = log2_floor(p);
@@ -114,6 +123,8 @@ std::optional<Cost> allreduce(AlgorithmId a, int p, double N, const GroupCost& g
       const double C = chunks(N, g.chunk_bytes);
       return terms(C, (q - 1) * N, (q - 1) * N, g, C * (q - 2));
     }
+    case AlgorithmId::single_copy:  // announce, blocks final, buffers released
+      return single_copy(3, 2 * f * N, f * N, p, g);
     default:
       return std::nullopt;
   }
@@ -135,6 +146,8 @@ std::optional<Cost> reduce_scatter(AlgorithmId a, int p, double N, const GroupCo
       return terms(1, f * N, f * N, g, q - 2);
     case AlgorithmId::param_server:
       return param_server(p, N, N / q, g);
+    case AlgorithmId::single_copy:  // announce, then send buffers released
+      return single_copy(2, f * N, f * N, p, g);
     default:
       return std::nullopt;
   }
@@ -154,6 +167,8 @@ std::optional<Cost> allgather(AlgorithmId a, int p, double N, const GroupCost& g
     }
     case AlgorithmId::direct:
       return terms(1, f * N, 0, g, q - 2);
+    case AlgorithmId::single_copy:  // announce, then buffers released
+      return single_copy(2, f * N, 0, p, g);
     default:
       return std::nullopt;
   }

@@ -98,6 +98,8 @@ struct GroupCost {
   std::optional<LinkCost> ring_link;
   // Dedicated parameter servers serving the group, reached over the same links.
   int servers = 0;
+  // Members may read each other's memory (Group::shared_memory): single_copy runs.
+  bool shared_memory = false;
 };
 
 // Predicted cost of flat algorithm `a` running `kind` over p ranks; nullopt when `a` does

@@ -123,6 +123,7 @@ GroupCost Selector::group_cost(const Group& g) const {
   const LinkClass c = group_class(g);
   GroupCost cost = class_cost(c);
   cost.servers = static_cast<int>(g.servers.size());
+  cost.shared_memory = g.shared_memory;
   if (c == LinkClass::wan) {
     std::map<std::string, int> members, ring_out;  // per region
     std::vector<std::string> regions;
@@ -154,7 +155,8 @@ GroupCost Selector::group_cost(const Group& g) const {
 
 GroupCost Selector::cost_of(const Group& g) const {
   for (const auto& [ranks, cost] : known_)
-    if (ranks == g.ranks && cost.servers == static_cast<int>(g.servers.size())) return cost;
+    if (ranks == g.ranks && cost.servers == static_cast<int>(g.servers.size()) && cost.shared_memory == g.shared_memory)
+      return cost;
   return group_cost(g);
 }
 
@@ -172,7 +174,8 @@ const ScoreTable* Selector::find(CollectiveKind kind, int p, const GroupCost& co
   for (const auto& t : tables_)
     if (t.kind == kind && t.group_size == p && t.cost.link == cost.link && t.cost.gamma == cost.gamma &&
         t.cost.chunk_bytes == cost.chunk_bytes && t.cost.ring_sharing == cost.ring_sharing &&
-        t.cost.wan_sharing == cost.wan_sharing && t.cost.servers == cost.servers && t.cost.ring_link == cost.ring_link)
+        t.cost.wan_sharing == cost.wan_sharing && t.cost.servers == cost.servers && t.cost.ring_link == cost.ring_link &&
+        t.cost.shared_memory == cost.shared_memory)
       return &t;
   return nullptr;
 }

@@ -30,7 +30,9 @@ void PrintTo(const Param& p, std::ostream* os) {
   *os << p.algorithm << "/" << to_string(p.transport) << "/" << p.ranks;
 }
 
-std::vector<Case> algorithm_cases(const Algorithm& a, int p) {
+// shape: the world's, as the communicator sees it (shared memory over UCX on one host).
+std::vector<Case> algorithm_cases(const Algorithm& a, collectives::GroupShape shape) {
+  const int p = shape.size;
   const CollectiveKind kinds[] = {CollectiveKind::allreduce, CollectiveKind::reduce_scatter,
                                   CollectiveKind::allgather, CollectiveKind::broadcast,
                                   CollectiveKind::reduce};
@@ -47,11 +49,11 @@ std::vector<Case> algorithm_cases(const Algorithm& a, int p) {
   for (auto k : kinds)
     for (std::size_t i = 0; i < std::size(pairs); ++i)
       for (std::size_t j = 0; j < std::size(sizes); ++j)
-        if (a.supports(k, pairs[i].dt, sizes[j], p))
+        if (a.supports(k, pairs[i].dt, sizes[j], shape))
           out.push_back({k, pairs[i].dt, pairs[i].op, sizes[j], static_cast<int>(i + j) % p, (i + j) % 2 == 1});
   // One large case per collective: hundreds of chunks in flight.
   for (std::size_t i = 0; i < std::size(kinds); ++i)
-    if (a.supports(kinds[i], DataType::f32, (1u << 18) + 5, p))
+    if (a.supports(kinds[i], DataType::f32, (1u << 18) + 5, shape))
       out.push_back({kinds[i], DataType::f32, ReduceOp::sum, (1u << 18) + 5, static_cast<int>(i) % p, i % 2 == 1});
   return out;
 }
@@ -71,7 +73,9 @@ TEST_P(Registry, MatchReference) {
     Communicator comm(rank, prm.ranks, root, opts);
     CallOptions o;
     o.algorithm = prm.algorithm;
-    run_all(comm, algorithm_cases(*a, prm.ranks), o);
+    // Forked ranks of one host over UCX may read each other's memory (single_copy).
+    const collectives::GroupShape shape(prm.ranks, 0, prm.transport == TransportKind::ucx || prm.ranks == 1);
+    run_all(comm, algorithm_cases(*a, shape), o);
     if (a->supports(CollectiveKind::barrier, DataType::u8, 0, prm.ranks))
       check_barrier(comm, o);
   });
@@ -82,13 +86,17 @@ std::vector<Param> params() {
   std::vector<Param> out;
   for (const auto& a : collectives::algorithms()) {
     // Algorithms that need dedicated servers have their own suite (test_param_server.cpp).
-    bool runs_alone = false;
+    // Those that need shared memory run over UCX only (and over TCP alone, trivially).
+    bool runs_alone = false, with_shared_memory = false;
     for (auto k : {CollectiveKind::allreduce, CollectiveKind::reduce_scatter, CollectiveKind::allgather,
-                   CollectiveKind::broadcast, CollectiveKind::reduce, CollectiveKind::barrier})
+                   CollectiveKind::broadcast, CollectiveKind::reduce, CollectiveKind::barrier}) {
       runs_alone = runs_alone || a.supports(k, DataType::f32, 1, 2);
-    if (!runs_alone) continue;
+      with_shared_memory = with_shared_memory || a.supports(k, DataType::f32, 1, {2, 0, true});
+    }
+    if (!runs_alone && !with_shared_memory) continue;
     for (auto t : {TransportKind::tcp, TransportKind::ucx})
-      for (int n = 1; n <= 6; ++n) out.push_back({a.name, t, n});
+      for (int n = 1; n <= 6; ++n)
+        if (runs_alone || t == TransportKind::ucx || n == 1) out.push_back({a.name, t, n});
   }
   return out;
 }
@@ -156,6 +164,35 @@ TEST(AlgorithmsOverride, RanksNamingDifferentAlgorithmsGetAMismatch) {
     throw std::runtime_error("different algorithms went unnoticed on rank " + std::to_string(rank));
   });
   EXPECT_EQ(failures(results), "");
+}
+
+// single_copy reads peers' memory, which only UCX ranks of one host may: over TCP a forced
+// call is refused on every rank with a reason, and one rank of the host that turns it off
+// (STRATA_SINGLE_COPY=0) turns it off for all of them, so none waits for the others.
+TEST(AlgorithmsOverride, SingleCopyOnlyWhereEveryRankSharesMemory) {
+  for (const bool tcp : {true, false}) {
+    const std::string root = free_root_address();
+    auto results = fork_ranks(3, std::chrono::seconds(60), [&](int rank) {
+      ::setenv("STRATA_TIMEOUT_S", "20", 1);
+      if (!tcp && rank == 2) ::setenv("STRATA_SINGLE_COPY", "0", 1);
+      Communicator comm(rank, 3, root, CommOptions{tcp ? TransportKind::tcp : TransportKind::ucx, {}});
+      std::vector<float> v(1000, 1.0f);
+      CallOptions o;
+      o.algorithm = "single_copy";
+      std::string msg;
+      try {
+        comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum, o).wait();
+      } catch (const InvalidArgument& e) {
+        msg = e.what();
+      }
+      require(msg.find("allreduce on rank " + std::to_string(rank)) != std::string::npos, "refusal: " + msg);
+      require(msg.find("do not share memory") != std::string::npos, "refusal: " + msg);
+      o.algorithm.clear();
+      comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum, o).wait();
+      require(v[0] == 3.0f && v[999] == 3.0f, "allreduce after the refusal");
+    });
+    EXPECT_EQ(failures(results), "") << (tcp ? "tcp" : "ucx with one rank refusing");
+  }
 }
 
 }  // namespace

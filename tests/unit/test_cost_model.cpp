@@ -86,14 +86,34 @@ TEST(CostModel, OnlyImplementedCollectives) {
   EXPECT_FALSE(predict(AlgorithmId::chain, K::allreduce, 4, 1, g).has_value());
   EXPECT_FALSE(predict(AlgorithmId::dissemination, K::allreduce, 4, 1, g).has_value());
   // Every registered algorithm is priced for each collective its registry entry runs.
+  auto shared = g;
+  shared.shared_memory = true;
   for (const auto& a : collectives::algorithms())
-    for (K k : {K::allreduce, K::reduce_scatter, K::allgather, K::broadcast, K::reduce, K::barrier})
+    for (K k : {K::allreduce, K::reduce_scatter, K::allgather, K::broadcast, K::reduce, K::barrier}) {
       EXPECT_EQ(predict(a.id, k, 4, 1024, g).has_value(), a.supports(k, DataType::f32, 256, 4))
           << a.name << " " << to_string(k);
+      EXPECT_EQ(predict(a.id, k, 4, 1024, shared).has_value(), a.supports(k, DataType::f32, 256, {4, 0, true}))
+          << a.name << " " << to_string(k) << " with shared memory";
+    }
+}
+
+// Where members share memory, reading peers' blocks into cache saves a third of the
+// reduction's memory traffic at one more round: single_copy wins once that third is
+// worth more than α, and never where memory is not shared.
+TEST(CostModel, SingleCopyWhereTheReductionOutweighsARound) {
+  auto g = figures(5e-6, 2e-10, 1 / 10.5e9);
+  EXPECT_NE(best_flat(K::allreduce, 2, 64 << 20, g).algorithm, AlgorithmId::single_copy);
+  g.shared_memory = true;
+  EXPECT_NE(best_flat(K::allreduce, 2, 4096, g).algorithm, AlgorithmId::single_copy);
+  for (int p : {2, 3, 4, 8}) EXPECT_EQ(best_flat(K::allreduce, p, 16 << 20, g).algorithm, AlgorithmId::single_copy) << p;
+  const double f = 0.5, n = 1 << 20;
+  EXPECT_NEAR(t(AlgorithmId::single_copy, K::allreduce, 2, n, g), 3 * 5e-6 + 2 * f * n * 2e-10 + f * n / 10.5e9 * 2 / 3, 1e-12);
 }
 
 TEST(CostModel, MonotonicInSize) {
-  for (const auto& g : {figures(), figures(5e-6, 3e-10, 1e-10, 4096), figures(0.04, 8e-10, 1e-10)}) {
+  auto shared = figures(5e-6, 3e-10, 1e-10, 4096);
+  shared.shared_memory = true;
+  for (const auto& g : {figures(), figures(5e-6, 3e-10, 1e-10, 4096), figures(0.04, 8e-10, 1e-10), shared}) {
     for (const auto& a : collectives::algorithms())
       for (K k : {K::allreduce, K::reduce_scatter, K::allgather, K::broadcast, K::reduce})
         for (int p : {1, 2, 3, 4, 5, 7, 8, 16, 33}) {

@@ -1,0 +1,187 @@
+// Single-copy collectives among the processes of one host (groups with shared_memory):
+// every rank reads its peers' buffers itself, through the kernel, instead of having the
+// bytes sent to it.
+//
+// Message-based algorithms move a peer's block twice through memory before reducing it:
+// the transport copies it into a staging buffer (one rendezvous per chunk), and the
+// reduction reads it back once it has left the cache. Here the owner of each block reads
+// that block from every peer one fragment at a time, into a buffer small enough to stay
+// in cache, and reduces it at once; then every rank reads the finished blocks straight
+// into its result. The data moves once, and only three small messages per peer remain,
+// each announcing that a buffer may now be read or reused:
+//
+//   1. where my buffers are (with the call's stamp, checked before any address is used);
+//   2. my block is final (I have read every peer's copy of it);
+//   3. I have read everything I needed from you: you may return and reuse your buffers.
+//
+// Each block is reduced by its owner alone, so every rank ends with the same bits.
+#include <cstring>
+
+#include "collectives/algorithms.hpp"
+#include "collectives/patterns.hpp"
+#include "kernels/reduce.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::collectives {
+
+namespace {
+
+// Bytes read from a peer per step of the reduction: this plus the own fragment and the
+// result stay within a core's L2 (1-2 MiB on current x86), so the reduction reads the
+// peer's bytes from cache right after the kernel copied them there.
+constexpr std::size_t kFragmentBytes = std::size_t{128} << 10;
+
+// What a rank announces: its buffers, and how many bytes it was called with.
+struct Buffers {
+  std::uint64_t send = 0, recv = 0, bytes = 0;
+};
+
+class SingleCopy {
+ public:
+  SingleCopy(Context& ctx, const Group& g) : ctx_(ctx), g_(g), theirs_(static_cast<std::size_t>(g.size())) {}
+
+  // Round 1: tells every peer where this rank's buffers are and learns theirs. Also
+  // posts the receives of the rounds the collective uses (2: reduces, 3: gathers), so
+  // that they cost no time on the critical path.
+  void announce(const void* send, void* recv, std::size_t bytes, bool reduces, bool gathers) {
+    const int p = g_.size();
+    const std::string& stamp = ctx_.stamp();
+    const Buffers mine{reinterpret_cast<std::uintptr_t>(send), reinterpret_cast<std::uintptr_t>(recv), bytes};
+    mine_.assign(reinterpret_cast<const char*>(&mine), sizeof mine);
+    mine_ += stamp;
+    std::vector<std::string> heard(static_cast<std::size_t>(p), std::string(mine_.size(), '\0'));
+    std::vector<RequestPtr> reqs;
+    for (int k = 1; k < p; ++k) {
+      const int from = direct_from(g_.me, k, p);
+      reqs.push_back(ctx_.recv(g_.rank(from), Channel::single_copy, heard[static_cast<std::size_t>(from)].data(), mine_.size()));
+      if (reduces) final_.push_back(ctx_.recv(g_.rank(from), Channel::data2, nullptr, 0));
+      if (gathers) released_.push_back(ctx_.recv(g_.rank(from), Channel::result, nullptr, 0));
+    }
+    for (int k = 1; k < p; ++k)
+      reqs.push_back(ctx_.send(g_.rank(direct_to(g_.me, k, p)), Channel::single_copy, mine_.data(), mine_.size()));
+    ctx_.wait_all(reqs);
+    for (int k = 1; k < p; ++k) {
+      const int from = direct_from(g_.me, k, p);
+      const std::string& h = heard[static_cast<std::size_t>(from)];
+      ctx_.expect_bytes(reqs[static_cast<std::size_t>(k - 1)], mine_.size());
+      if (!stamp.empty()) ctx_.check_stamp(g_.rank(from), h.substr(sizeof(Buffers)));
+      Buffers b;
+      std::memcpy(&b, h.data(), sizeof b);
+      // Never read a range the peer did not say it holds.
+      if (b.bytes != bytes)
+        throw TransportError(ctx_.what() + " on rank " + std::to_string(ctx_.my_rank()) + ": rank " +
+                             std::to_string(g_.rank(from)) + " announced " + std::to_string(b.bytes) +
+                             " bytes where " + std::to_string(bytes) + " were expected");
+      theirs_[static_cast<std::size_t>(from)] = b;
+    }
+  }
+
+  // This rank's block of the reduction: out[0, B.size(me)) = op over every member's
+  // send[B.begin(me) ...], reading peers' copies fragment by fragment.
+  void reduce_mine(const char* send, char* out, const Blocks& B, DataType dt, ReduceOp op) {
+    const int p = g_.size(), me = g_.me;
+    const std::size_t esz = dtype_size(dt), n = B.size(me), begin = B.begin(me) * esz;
+    const std::size_t step = std::max<std::size_t>(1, kFragmentBytes / esz);
+    char* tmp = static_cast<char*>(ctx_.scratch(0, std::min(n, step) * esz));
+    for (std::size_t off = 0; off < n; off += step) {
+      const std::size_t len = std::min(step, n - off);
+      const char* own = send + begin + off * esz;
+      char* dst = out + off * esz;
+      // From the nearest peer on, as direct does: a fixed order, so reruns give the same bits.
+      for (int k = 1; k < p; ++k) {
+        const int from = direct_from(me, k, p);
+        ctx_.read_peer(g_.rank(from), theirs_[static_cast<std::size_t>(from)].send + begin + off * esz, tmp, len * esz);
+        kernels::reduce(dt, op, dst, k == 1 ? own : dst, tmp, len);
+      }
+      if (op == ReduceOp::avg) kernels::finish_avg(dt, dst, len, p);
+    }
+  }
+
+  // Round 2: my block is final, and I am done reading every peer's send buffer.
+  void tell_final() { post_all(Channel::data2); }
+
+  // Reads block q of every peer into out, from the peer's recv buffer (its reduced block,
+  // once the peer said it is final) or its send buffer (allgather: its input).
+  void gather(char* out, const Blocks& B, std::size_t esz, bool from_recv) {
+    const int p = g_.size();
+    for (int k = 1; k < p; ++k) {
+      const int from = direct_from(g_.me, k, p);
+      if (from_recv) ctx_.wait(final_[static_cast<std::size_t>(k - 1)]);
+      const Buffers& b = theirs_[static_cast<std::size_t>(from)];
+      const std::size_t at = B.begin(from) * esz;
+      ctx_.read_peer(g_.rank(from), (from_recv ? b.recv + at : b.send), out + at, B.size(from) * esz);
+    }
+  }
+
+  // Waits until every peer said it is done with this rank's buffers in `round`
+  // (data2: read my send buffer; result: read everything) and my own notices are out.
+  void await(Channel round) {
+    ctx_.wait_all(round == Channel::data2 ? final_ : released_);
+    ctx_.wait_all(sent_);
+  }
+
+  // Round 3: I have read all I need; peers may return.
+  void release() { post_all(Channel::result); }
+
+ private:
+  void post_all(Channel ch) {
+    for (int k = 1; k < g_.size(); ++k) sent_.push_back(ctx_.send(g_.rank(direct_to(g_.me, k, g_.size())), ch, nullptr, 0));
+  }
+
+  Context& ctx_;
+  const Group& g_;
+  std::string mine_;               // round 1's message, alive until sent
+  std::vector<Buffers> theirs_;    // by group index
+  std::vector<RequestPtr> final_;  // round 2 from each peer, by k - 1 (direct_from order)
+  std::vector<RequestPtr> released_;
+  std::vector<RequestPtr> sent_;
+};
+
+}  // namespace
+
+void single_copy_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
+                           DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt);
+  if (g.size() == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
+  const Blocks B{count, g.size(), 0};
+  char* out = static_cast<char*>(recv);
+  SingleCopy sc(ctx, g);
+  sc.announce(send, recv, count * esz, true, true);
+  // In place, the block written here is this rank's own, which no peer reads before round 2.
+  sc.reduce_mine(static_cast<const char*>(send), out + B.begin(g.me) * esz, B, dt, op);
+  sc.tell_final();
+  // Writing peer q's block into my buffer is safe once q said it is final: q has read
+  // my copy of it by then.
+  sc.gather(out, B, esz, true);
+  sc.release();
+  sc.await(Channel::result);
+}
+
+void single_copy_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv, std::size_t recvcount,
+                                DataType dt, ReduceOp op) {
+  const std::size_t esz = dtype_size(dt);
+  if (g.size() == 1 || recvcount == 0) return copy_if_distinct(recv, send, recvcount * esz);
+  const Blocks B{recvcount * static_cast<std::size_t>(g.size()), g.size(), recvcount};
+  SingleCopy sc(ctx, g);
+  sc.announce(send, recv, recvcount * static_cast<std::size_t>(g.size()) * esz, true, false);
+  // In place recv is send's own block: reduce(out, a, b) allows out == a.
+  sc.reduce_mine(static_cast<const char*>(send), static_cast<char*>(recv), B, dt, op);
+  sc.tell_final();
+  sc.await(Channel::data2);
+}
+
+void single_copy_allgather(Context& ctx, const Group& g, const void* send, void* recv, std::size_t sendcount,
+                           DataType dt) {
+  const std::size_t block = sendcount * dtype_size(dt);
+  char* out = static_cast<char*>(recv);
+  copy_if_distinct(out + static_cast<std::size_t>(g.me) * block, send, block);
+  if (g.size() == 1 || sendcount == 0) return;
+  const Blocks B{sendcount * static_cast<std::size_t>(g.size()), g.size(), sendcount};
+  SingleCopy sc(ctx, g);
+  sc.announce(send, recv, block, false, true);
+  sc.gather(out, B, dtype_size(dt), false);
+  sc.release();
+  sc.await(Channel::result);
+}
+
+}  // namespace strata::collectives
