@@ -465,6 +465,43 @@ TEST_P(TransportConformance, DroppedRequestsStillComplete) {
   });
 }
 
+// Reading a peer's memory: over UCX every rank of this host may (the forked ranks share
+// it), and gets exactly the peer's bytes; an address the peer does not map is a
+// TransportError naming the peer. Other transports share nothing and refuse every read.
+TEST_P(TransportConformance, PeerMemoryReadsOnlyWhereShared) {
+  run(3, [](Rank& r) {
+    const bool shared = GetParam() == TransportKind::ucx;
+    Bytes mine = pattern(r.rank(), -1, 0, 300001);
+    r.store.set("buf/" + std::to_string(r.rank()), std::to_string(reinterpret_cast<std::uintptr_t>(mine.data())));
+    for (int p = 0; p < r.n; ++p) {
+      if (p == r.rank()) continue;
+      require(r.t.shares_memory(p) == shared, "shares_memory(" + std::to_string(p) + ") is wrong");
+      const auto addr = std::stoull(r.store.get(std::vector<std::string>{"buf/" + std::to_string(p)}, Clock::now() + kWaitBudget)[0]);
+      Bytes got(300001);
+      std::string refused;
+      try {
+        r.t.read_peer(p, addr, got.data(), got.size());
+      } catch (const TransportError& e) {
+        refused = e.what();
+      }
+      if (!shared) {
+        require(refused.find("rank " + std::to_string(p)) != std::string::npos, "refusal: " + refused);
+        continue;
+      }
+      require(refused.empty(), "read of rank " + std::to_string(p) + " failed: " + refused);
+      require(got == pattern(p, -1, 0, got.size()), "bytes read from rank " + std::to_string(p) + " differ");
+      refused.clear();
+      try {
+        r.t.read_peer(p, 16, got.data(), 64);
+      } catch (const TransportError& e) {
+        refused = e.what();
+      }
+      require(refused.find("rank " + std::to_string(p)) != std::string::npos, "unmapped read: " + refused);
+    }
+    barrier(r, "read");  // every buffer stays until all have read it
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, TransportConformance,
                          ::testing::Values(TransportKind::ucx, TransportKind::tcp),
                          [](const auto& info) { return std::string(to_string(info.param)); });
