@@ -113,17 +113,20 @@ class SingleCopy {
     }
   }
 
-  // Waits until every peer said it is done with this rank's buffers in `round`
-  // (data2: read my send buffer; result: read everything) and my own notices are out.
-  void await(Channel round) {
-    ctx_.wait_all(round == Channel::data2 ? final_ : released_);
-    ctx_.wait_all(sent_);
-  }
+  // Waits until every peer is done with this rank's send buffer (round 2), or with all
+  // of its buffers (round 3), and this rank's own notices are out.
+  void await_final() { await(final_); }
+  void await_released() { await(released_); }
 
   // Round 3: I have read all I need; peers may return.
   void release() { post_all(Channel::result); }
 
  private:
+  void await(const std::vector<RequestPtr>& from_peers) {
+    ctx_.wait_all(from_peers);
+    ctx_.wait_all(sent_);
+  }
+
   void post_all(Channel ch) {
     for (int k = 1; k < g_.size(); ++k) sent_.push_back(ctx_.send(g_.rank(direct_to(g_.me, k, g_.size())), ch, nullptr, 0));
   }
@@ -154,7 +157,7 @@ void single_copy_allreduce(Context& ctx, const Group& g, const void* send, void*
   // my copy of it by then.
   sc.gather(out, B, esz, true);
   sc.release();
-  sc.await(Channel::result);
+  sc.await_released();
 }
 
 void single_copy_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv, std::size_t recvcount,
@@ -167,7 +170,7 @@ void single_copy_reduce_scatter(Context& ctx, const Group& g, const void* send, 
   // In place recv is send's own block: reduce(out, a, b) allows out == a.
   sc.reduce_mine(static_cast<const char*>(send), static_cast<char*>(recv), B, dt, op);
   sc.tell_final();
-  sc.await(Channel::data2);
+  sc.await_final();
 }
 
 void single_copy_allgather(Context& ctx, const Group& g, const void* send, void* recv, std::size_t sendcount,
@@ -181,7 +184,7 @@ void single_copy_allgather(Context& ctx, const Group& g, const void* send, void*
   sc.announce(send, recv, block, false, true);
   sc.gather(out, B, dtype_size(dt), false);
   sc.release();
-  sc.await(Channel::result);
+  sc.await_released();
 }
 
 }  // namespace strata::collectives
