@@ -75,8 +75,8 @@ void run_exchange(Context& ctx, const Group& g, const CollArgs& a) {
 }
 
 // Only where every member may read every other's memory (one host, over UCX).
-bool shared(CollectiveKind kind, DataType, std::size_t, GroupShape g) {
-  return g.shared_memory && (kind == K::allreduce || kind == K::reduce_scatter || kind == K::allgather);
+bool shared(CollectiveKind kind, DataType dt, std::size_t count, GroupShape g) {
+  return g.shared_memory && only<K::allreduce, K::reduce_scatter, K::allgather>(kind, dt, count, g);
 }
 
 void run_single_copy(Context& ctx, const Group& g, const CollArgs& a) {

@@ -33,7 +33,7 @@ bool parse(const std::string& s, Record& r) {
   return !in.fail() && pid > 0;
 }
 
-// Zero bytes read, or the error number.
+// 0 with *got set to the bytes read, or the error number.
 int try_read(pid_t pid, std::uint64_t addr, void* dst, std::size_t bytes, std::size_t* got) {
   iovec local{dst, bytes};
   iovec remote{reinterpret_cast<void*>(addr), bytes};
@@ -49,7 +49,7 @@ PeerMemory::PeerMemory(int rank, const std::vector<bool>& same_host, bool enable
                        const std::string& prefix, bootstrap::Clock::time_point deadline)
     : pids_(same_host.size(), 0) {
   std::random_device rd;
-  token_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ 1;  // never 0
+  token_ = (static_cast<std::uint64_t>(rd()) << 32 | rd()) | 1;  // never 0
   std::ostringstream mine;
   mine << ::getpid() << ' ' << std::hex << reinterpret_cast<std::uintptr_t>(&token_) << ' ' << token_;
   store.set(prefix + "who/" + std::to_string(rank), mine.str());
