@@ -60,6 +60,14 @@ void Context::read_peer(int peer, std::uint64_t addr, void* dst, std::size_t byt
   }
 }
 
+void Context::write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes) {
+  try {
+    p_.transport->write_peer(peer, addr, src, bytes);
+  } catch (const TransportError& e) {
+    throw TransportError(p_.what + " on rank " + std::to_string(my_rank()) + ": " + e.what());
+  }
+}
+
 void Context::wait(const RequestPtr& r) { wait_all({r}); }
 
 std::size_t Context::wait_bytes(const RequestPtr& r) {

@@ -98,6 +98,8 @@ class Context {
   // Copies bytes at `addr` of peer's (a transport rank's) memory into dst, for groups
   // with shared_memory; failures name the collective and both ranks.
   void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes);
+  // The other way: copies bytes from src to `addr` of peer's memory.
+  void write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes);
   void wait(const RequestPtr& r);
   void wait_all(const std::vector<RequestPtr>& rs);
   // Waits until at least `r` is done, also failing on mismatch; returns its byte count.

@@ -6,15 +6,19 @@
 // the transport copies it into a staging buffer (one rendezvous per chunk), and the
 // reduction reads it back once it has left the cache. Here the owner of each block reads
 // that block from every peer one fragment at a time, into a buffer small enough to stay
-// in cache, and reduces it at once; then every rank reads the finished blocks straight
-// into its result. The data moves once, and only three small messages per peer remain,
-// each announcing that a buffer may now be read or reused:
+// in cache, and reduces it at once. In an allreduce it then writes the finished fragment
+// into every peer's result while the fragment is still in cache; reduce-scatter keeps
+// it, and allgather reads every block from its owner. The data moves once, and only two
+// small messages per peer remain:
 //
 //   1. where my buffers are (with the call's stamp, checked before any address is used);
-//   2. my block is final (I have read every peer's copy of it);
-//   3. I have read everything I needed from you: you may return and reuse your buffers.
+//   2. I am done with your buffers: I have read what I needed from them and written what
+//      I owed to them, so you may return and reuse them.
 //
-// Each block is reduced by its owner alone, so every rank ends with the same bits.
+// Each block is reduced by its owner alone, so every rank ends with the same bits. No
+// byte of a buffer is touched by two ranks: block q of every rank's buffers belongs to
+// q's reduction, which reads a fragment of it before writing the result over it (in
+// place, the same bytes).
 #include <cstring>
 
 #include "collectives/algorithms.hpp"
@@ -41,9 +45,8 @@ class SingleCopy {
   SingleCopy(Context& ctx, const Group& g) : ctx_(ctx), g_(g), theirs_(static_cast<std::size_t>(g.size())) {}
 
   // Round 1: tells every peer where this rank's buffers are and learns theirs. Also
-  // posts the receives of the rounds the collective uses (2: reduces, 3: gathers), so
-  // that they cost no time on the critical path.
-  void announce(const void* send, void* recv, std::size_t bytes, bool reduces, bool gathers) {
+  // posts the receives of round 2, so that they cost no time on the critical path.
+  void announce(const void* send, void* recv, std::size_t bytes) {
     const int p = g_.size();
     const std::string& stamp = ctx_.stamp();
     const Buffers mine{reinterpret_cast<std::uintptr_t>(send), reinterpret_cast<std::uintptr_t>(recv), bytes};
@@ -54,8 +57,7 @@ class SingleCopy {
     for (int k = 1; k < p; ++k) {
       const int from = direct_from(g_.me, k, p);
       reqs.push_back(ctx_.recv(g_.rank(from), Channel::single_copy, heard[static_cast<std::size_t>(from)].data(), mine_.size()));
-      if (reduces) final_.push_back(ctx_.recv(g_.rank(from), Channel::data2, nullptr, 0));
-      if (gathers) released_.push_back(ctx_.recv(g_.rank(from), Channel::result, nullptr, 0));
+      released_.push_back(ctx_.recv(g_.rank(from), Channel::result, nullptr, 0));
     }
     for (int k = 1; k < p; ++k)
       reqs.push_back(ctx_.send(g_.rank(direct_to(g_.me, k, p)), Channel::single_copy, mine_.data(), mine_.size()));
@@ -77,8 +79,9 @@ class SingleCopy {
   }
 
   // This rank's block of the reduction: out[0, B.size(me)) = op over every member's
-  // send[B.begin(me) ...], reading peers' copies fragment by fragment.
-  void reduce_mine(const char* send, char* out, const Blocks& B, DataType dt, ReduceOp op) {
+  // send[B.begin(me) ...], reading peers' copies fragment by fragment. With `push`
+  // (allreduce), each finished fragment also goes to the same place in every peer's recv.
+  void reduce_mine(const char* send, char* out, const Blocks& B, DataType dt, ReduceOp op, bool push) {
     const int p = g_.size(), me = g_.me;
     const std::size_t esz = dtype_size(dt), n = B.size(me), begin = B.begin(me) * esz;
     const std::size_t step = std::max<std::size_t>(1, kFragmentBytes / esz);
@@ -94,50 +97,39 @@ class SingleCopy {
         kernels::reduce(dt, op, dst, k == 1 ? own : dst, tmp, len);
       }
       if (op == ReduceOp::avg) kernels::finish_avg(dt, dst, len, p);
+      for (int k = 1; push && k < p; ++k) {
+        const int to = direct_to(me, k, p);
+        ctx_.write_peer(g_.rank(to), theirs_[static_cast<std::size_t>(to)].recv + begin + off * esz, dst, len * esz);
+      }
     }
   }
 
-  // Round 2: my block is final, and I am done reading every peer's send buffer.
-  void tell_final() { post_all(Channel::data2); }
-
-  // Reads block q of every peer into out, from the peer's recv buffer (its reduced block,
-  // once the peer said it is final) or its send buffer (allgather: its input).
-  void gather(char* out, const Blocks& B, std::size_t esz, bool from_recv) {
+  // Reads every peer's block (its input) into out at the peer's place (allgather).
+  void gather(char* out, const Blocks& B, std::size_t esz) {
     const int p = g_.size();
     for (int k = 1; k < p; ++k) {
       const int from = direct_from(g_.me, k, p);
-      if (from_recv) ctx_.wait(final_[static_cast<std::size_t>(k - 1)]);
-      const Buffers& b = theirs_[static_cast<std::size_t>(from)];
-      const std::size_t at = B.begin(from) * esz;
-      ctx_.read_peer(g_.rank(from), (from_recv ? b.recv + at : b.send), out + at, B.size(from) * esz);
+      ctx_.read_peer(g_.rank(from), theirs_[static_cast<std::size_t>(from)].send, out + B.begin(from) * esz,
+                     B.size(from) * esz);
     }
   }
 
-  // Waits until every peer is done with this rank's send buffer (round 2), or with all
-  // of its buffers (round 3), and this rank's own notices are out.
-  void await_final() { await(final_); }
-  void await_released() { await(released_); }
-
-  // Round 3: I have read all I need; peers may return.
-  void release() { post_all(Channel::result); }
+  // Round 2: tells every peer this rank is done with its buffers, and waits until every
+  // peer is done with this rank's.
+  void release() {
+    std::vector<RequestPtr> sent;
+    for (int k = 1; k < g_.size(); ++k)
+      sent.push_back(ctx_.send(g_.rank(direct_to(g_.me, k, g_.size())), Channel::result, nullptr, 0));
+    ctx_.wait_all(released_);
+    ctx_.wait_all(sent);
+  }
 
  private:
-  void await(const std::vector<RequestPtr>& from_peers) {
-    ctx_.wait_all(from_peers);
-    ctx_.wait_all(sent_);
-  }
-
-  void post_all(Channel ch) {
-    for (int k = 1; k < g_.size(); ++k) sent_.push_back(ctx_.send(g_.rank(direct_to(g_.me, k, g_.size())), ch, nullptr, 0));
-  }
-
   Context& ctx_;
   const Group& g_;
   std::string mine_;               // round 1's message, alive until sent
   std::vector<Buffers> theirs_;    // by group index
-  std::vector<RequestPtr> final_;  // round 2 from each peer, by k - 1 (direct_from order)
-  std::vector<RequestPtr> released_;
-  std::vector<RequestPtr> sent_;
+  std::vector<RequestPtr> released_;  // round 2 from each peer
 };
 
 }  // namespace
@@ -147,17 +139,10 @@ void single_copy_allreduce(Context& ctx, const Group& g, const void* send, void*
   const std::size_t esz = dtype_size(dt);
   if (g.size() == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
   const Blocks B{count, g.size(), 0};
-  char* out = static_cast<char*>(recv);
   SingleCopy sc(ctx, g);
-  sc.announce(send, recv, count * esz, true, true);
-  // In place, the block written here is this rank's own, which no peer reads before round 2.
-  sc.reduce_mine(static_cast<const char*>(send), out + B.begin(g.me) * esz, B, dt, op);
-  sc.tell_final();
-  // Writing peer q's block into my buffer is safe once q said it is final: q has read
-  // my copy of it by then.
-  sc.gather(out, B, esz, true);
+  sc.announce(send, recv, count * esz);
+  sc.reduce_mine(static_cast<const char*>(send), static_cast<char*>(recv) + B.begin(g.me) * esz, B, dt, op, true);
   sc.release();
-  sc.await_released();
 }
 
 void single_copy_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv, std::size_t recvcount,
@@ -166,11 +151,10 @@ void single_copy_reduce_scatter(Context& ctx, const Group& g, const void* send, 
   if (g.size() == 1 || recvcount == 0) return copy_if_distinct(recv, send, recvcount * esz);
   const Blocks B{recvcount * static_cast<std::size_t>(g.size()), g.size(), recvcount};
   SingleCopy sc(ctx, g);
-  sc.announce(send, recv, recvcount * static_cast<std::size_t>(g.size()) * esz, true, false);
+  sc.announce(send, recv, recvcount * static_cast<std::size_t>(g.size()) * esz);
   // In place recv is send's own block: reduce(out, a, b) allows out == a.
-  sc.reduce_mine(static_cast<const char*>(send), static_cast<char*>(recv), B, dt, op);
-  sc.tell_final();
-  sc.await_final();
+  sc.reduce_mine(static_cast<const char*>(send), static_cast<char*>(recv), B, dt, op, false);
+  sc.release();
 }
 
 void single_copy_allgather(Context& ctx, const Group& g, const void* send, void* recv, std::size_t sendcount,
@@ -181,10 +165,9 @@ void single_copy_allgather(Context& ctx, const Group& g, const void* send, void*
   if (g.size() == 1 || sendcount == 0) return;
   const Blocks B{sendcount * static_cast<std::size_t>(g.size()), g.size(), sendcount};
   SingleCopy sc(ctx, g);
-  sc.announce(send, recv, block, false, true);
-  sc.gather(out, B, dtype_size(dt), false);
+  sc.announce(send, recv, block);
+  sc.gather(out, B, dtype_size(dt));
   sc.release();
-  sc.await_released();
 }
 
 }  // namespace strata::collectives

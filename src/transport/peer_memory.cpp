@@ -15,7 +15,7 @@ namespace strata::transport {
 
 namespace {
 
-// How many bytes one process_vm_readv moves at most before we loop: the kernel pins the
+// How many bytes one process_vm_readv/writev moves at most before we loop: the kernel pins the
 // source pages of one call at a time in batches anyway, and a bound keeps a single call
 // from holding the engine for long.
 constexpr std::size_t kMaxRead = std::size_t{64} << 20;
@@ -33,11 +33,12 @@ bool parse(const std::string& s, Record& r) {
   return !in.fail() && pid > 0;
 }
 
-// 0 with *got set to the bytes read, or the error number.
-int try_read(pid_t pid, std::uint64_t addr, void* dst, std::size_t bytes, std::size_t* got) {
-  iovec local{dst, bytes};
+// 0 with *got set to the bytes moved, or the error number.
+int try_copy(pid_t pid, std::uint64_t addr, void* mine, std::size_t bytes, bool to_peer, std::size_t* got) {
+  iovec local{mine, bytes};
   iovec remote{reinterpret_cast<void*>(addr), bytes};
-  const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  const ssize_t n = to_peer ? ::process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                            : ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
   if (n < 0) return errno;
   *got = static_cast<std::size_t>(n);
   return 0;
@@ -68,8 +69,10 @@ PeerMemory::PeerMemory(int rank, const std::vector<bool>& same_host, bool enable
   for (std::size_t i = 0; ok && i < peers.size(); ++i) {
     std::uint64_t seen = 0;
     std::size_t got = 0;
-    ok = parse(records[i], who[i]) && try_read(who[i].pid, who[i].addr, &seen, sizeof seen, &got) == 0 &&
-         got == sizeof seen && seen == who[i].token;
+    // Writing back the value just read leaves the token as it was, whoever writes first.
+    ok = parse(records[i], who[i]) && try_copy(who[i].pid, who[i].addr, &seen, sizeof seen, false, &got) == 0 &&
+         got == sizeof seen && seen == who[i].token &&
+         try_copy(who[i].pid, who[i].addr, &seen, sizeof seen, true, &got) == 0 && got == sizeof seen;
   }
   store.set(prefix + "ok/" + std::to_string(rank), ok ? "1" : "0");
   for (auto& k : keys) k.replace(prefix.size(), 4, "ok/");
@@ -79,24 +82,37 @@ PeerMemory::PeerMemory(int rank, const std::vector<bool>& same_host, bool enable
 }
 
 void PeerMemory::read(int peer, std::uint64_t addr, void* dst, std::size_t bytes) const {
+  copy(peer, addr, dst, bytes, false);
+}
+
+void PeerMemory::write(int peer, std::uint64_t addr, const void* src, std::size_t bytes) const {
+  // process_vm_writev only reads the local iovec.
+  copy(peer, addr, const_cast<void*>(src), bytes, true);
+}
+
+void PeerMemory::copy(int peer, std::uint64_t addr, void* mine, std::size_t bytes, bool to_peer) const {
   const pid_t pid = pids_[static_cast<std::size_t>(peer)];
   if (pid <= 0) throw TransportError("rank " + std::to_string(peer) + " does not share this host's memory");
-  auto* out = static_cast<char*>(dst);
+  auto* at = static_cast<char*>(mine);
   while (bytes > 0) {
     std::size_t got = 0;
     const std::size_t want = std::min(bytes, kMaxRead);
-    if (const int err = try_read(pid, addr, out, want, &got); err != 0 || got == 0)
-      throw TransportError("reading " + std::to_string(want) + " bytes of rank " + std::to_string(peer) +
-                           "'s memory (process " + std::to_string(pid) + ") failed: " +
-                           (err ? std::strerror(err) : "nothing read") +
+    if (const int err = try_copy(pid, addr, at, want, to_peer, &got); err != 0 || got == 0)
+      throw TransportError(std::string(to_peer ? "writing " : "reading ") + std::to_string(want) + " bytes of rank " +
+                           std::to_string(peer) + "'s memory (process " + std::to_string(pid) + ") failed: " +
+                           (err ? std::strerror(err) : "nothing moved") +
                            (err == ESRCH ? " (the process is gone)" : ""));
-    out += got;
+    at += got;
     addr += got;
     bytes -= got;
   }
 }
 
-void Transport::read_peer(int peer, std::uint64_t, void*, std::size_t) {
+void Transport::read_peer(int peer, std::uint64_t, void*, std::size_t) { refuse_peer_memory(peer); }
+
+void Transport::write_peer(int peer, std::uint64_t, const void*, std::size_t) { refuse_peer_memory(peer); }
+
+void Transport::refuse_peer_memory(int peer) const {
   throw TransportError(std::string(name()) + ": rank " + std::to_string(peer) +
                        " does not share memory with rank " + std::to_string(rank()));
 }

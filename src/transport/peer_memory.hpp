@@ -1,10 +1,12 @@
-// Reading another process's memory on this host directly (Linux cross-memory attach,
-// process_vm_readv): one copy through the kernel, with no message, staging buffer or
-// handshake per transfer. Collectives among the processes of one host use it to reduce
-// a peer's data while it is still in cache (collectives/single_copy.cpp).
+// Reading and writing another process's memory on this host directly (Linux cross-memory
+// attach, process_vm_readv/writev): one copy through the kernel, with no message, staging
+// buffer or handshake per transfer. Collectives among the processes of one host use it to
+// reduce a peer's data while it is still in cache and hand the result on while it still
+// is (collectives/single_copy.cpp).
 //
 // Whether it works is settled once, at start-up, for the whole host: every rank reads a
-// token from every other rank of its host and publishes whether all reads succeeded.
+// token from every other rank of its host, writes it back, and publishes whether all of
+// that succeeded.
 // The kernel may refuse (Yama's ptrace_scope, containers with their own PID namespaces,
 // seccomp), and a process with another PID namespace could even be a different process
 // under the same number: the token read catches both. Only if every rank of the host
@@ -35,8 +37,12 @@ class PeerMemory {
   // Copies `bytes` from address `addr` of peer's memory into dst. Throws TransportError
   // naming the peer if the kernel refuses (the peer exited, or the range is not mapped).
   void read(int peer, std::uint64_t addr, void* dst, std::size_t bytes) const;
+  // Copies `bytes` from src into address `addr` of peer's memory; the same errors.
+  void write(int peer, std::uint64_t addr, const void* src, std::size_t bytes) const;
 
  private:
+  void copy(int peer, std::uint64_t addr, void* mine, std::size_t bytes, bool to_peer) const;
+
   std::vector<pid_t> pids_;  // 0: not shared
   std::uint64_t token_ = 0;  // read by peers at start-up; lives as long as this object
 };

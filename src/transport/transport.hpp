@@ -111,10 +111,16 @@ class Transport {
   // Engine thread. Copies `bytes` at address `addr` of peer's memory into dst, where
   // shares_memory(peer); throws TransportError otherwise or if the kernel refuses.
   virtual void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes);
+  // Engine thread. The other way: copies `bytes` from src to address `addr` of peer's memory.
+  virtual void write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes);
 
   // Engine thread. What the transport could not do on its own and may explain a peer's
   // silence (its listener ran out of file descriptors), for timeout messages; "" if none.
   virtual std::string trouble() const { return ""; }
+
+ protected:
+  // What read_peer and write_peer throw where memory is not shared.
+  [[noreturn]] void refuse_peer_memory(int peer) const;
 };
 
 // `msg`, followed by the transport's trouble when it has any.

@@ -44,6 +44,10 @@ class RoutedTransport : public transport::Transport {
     if (!shares_memory(peer)) return Transport::read_peer(peer, addr, dst, bytes);
     local_->read_peer(peer, addr, dst, bytes);
   }
+  void write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes) override {
+    if (!shares_memory(peer)) return Transport::write_peer(peer, addr, src, bytes);
+    local_->write_peer(peer, addr, src, bytes);
+  }
 
  private:
   Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }

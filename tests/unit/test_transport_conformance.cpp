@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -468,37 +469,62 @@ TEST_P(TransportConformance, DroppedRequestsStillComplete) {
 // Reading a peer's memory: over UCX every rank of this host may (the forked ranks share
 // it), and gets exactly the peer's bytes; an address the peer does not map is a
 // TransportError naming the peer. Other transports share nothing and refuse every read.
-TEST_P(TransportConformance, PeerMemoryReadsOnlyWhereShared) {
+// Calls f and returns what it threw ("" if nothing).
+template <typename F>
+std::string refusal(F&& f) {
+  try {
+    f();
+  } catch (const TransportError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_P(TransportConformance, PeerMemoryOnlyWhereShared) {
+  constexpr std::size_t kSlot = 70001;  // what each writer puts into each peer's inbox
   run(3, [](Rank& r) {
     const bool shared = GetParam() == TransportKind::ucx;
     Bytes mine = pattern(r.rank(), -1, 0, 300001);
-    r.store.set("buf/" + std::to_string(r.rank()), std::to_string(reinterpret_cast<std::uintptr_t>(mine.data())));
+    Bytes inbox(kSlot * static_cast<std::size_t>(r.n));
+    r.store.set("buf/" + std::to_string(r.rank()), std::to_string(reinterpret_cast<std::uintptr_t>(mine.data())) +
+                                                      " " + std::to_string(reinterpret_cast<std::uintptr_t>(inbox.data())));
     for (int p = 0; p < r.n; ++p) {
       if (p == r.rank()) continue;
+      const std::string peer = "rank " + std::to_string(p);
       require(r.t.shares_memory(p) == shared, "shares_memory(" + std::to_string(p) + ") is wrong");
-      const auto addr = std::stoull(r.store.get(std::vector<std::string>{"buf/" + std::to_string(p)}, Clock::now() + kWaitBudget)[0]);
+      std::istringstream where(r.store.get(std::vector<std::string>{"buf/" + std::to_string(p)}, Clock::now() + kWaitBudget)[0]);
+      std::uint64_t addr = 0, their_inbox = 0;
+      where >> addr >> their_inbox;
       Bytes got(300001);
-      std::string refused;
-      try {
-        r.t.read_peer(p, addr, got.data(), got.size());
-      } catch (const TransportError& e) {
-        refused = e.what();
-      }
+      const Bytes gift = pattern(r.rank(), p, 1, kSlot);
+      const std::string read = refusal([&] { r.t.read_peer(p, addr, got.data(), got.size()); });
+      const std::string wrote = refusal([&] {
+        r.t.write_peer(p, their_inbox + kSlot * static_cast<std::size_t>(r.rank()), gift.data(), gift.size());
+      });
       if (!shared) {
-        require(refused.find("rank " + std::to_string(p)) != std::string::npos, "refusal: " + refused);
+        require(read.find(peer) != std::string::npos, "read refusal: " + read);
+        require(wrote.find(peer) != std::string::npos, "write refusal: " + wrote);
         continue;
       }
-      require(refused.empty(), "read of rank " + std::to_string(p) + " failed: " + refused);
-      require(got == pattern(p, -1, 0, got.size()), "bytes read from rank " + std::to_string(p) + " differ");
-      refused.clear();
-      try {
-        r.t.read_peer(p, 16, got.data(), 64);
-      } catch (const TransportError& e) {
-        refused = e.what();
-      }
-      require(refused.find("rank " + std::to_string(p)) != std::string::npos, "unmapped read: " + refused);
+      require(read.empty(), "read of " + peer + " failed: " + read);
+      require(wrote.empty(), "write to " + peer + " failed: " + wrote);
+      require(got == pattern(p, -1, 0, got.size()), "bytes read from " + peer + " differ");
+      const std::string unmapped_read = refusal([&] { r.t.read_peer(p, 16, got.data(), 64); });
+      require(unmapped_read.find(peer) != std::string::npos, "unmapped read: " + unmapped_read);
+      const std::string unmapped_write = refusal([&] { r.t.write_peer(p, 16, gift.data(), 64); });
+      require(unmapped_write.find(peer) != std::string::npos, "unmapped write: " + unmapped_write);
     }
-    barrier(r, "read");  // every buffer stays until all have read it
+    barrier(r, "copied");  // every buffer stays until all have read it, every inbox is full
+    for (int p = 0; shared && p < r.n; ++p) {
+      if (p == r.rank()) continue;
+      const Bytes expect = pattern(p, r.rank(), 1, kSlot);
+      require(std::equal(expect.begin(), expect.end(), inbox.begin() + static_cast<std::ptrdiff_t>(kSlot * static_cast<std::size_t>(p))),
+              "bytes written by rank " + std::to_string(p) + " differ");
+    }
+    require(std::all_of(inbox.begin() + static_cast<std::ptrdiff_t>(kSlot * static_cast<std::size_t>(r.rank())),
+                        inbox.begin() + static_cast<std::ptrdiff_t>(kSlot * static_cast<std::size_t>(r.rank() + 1)),
+                        [](auto b) { return b == decltype(b){0}; }),
+            "a peer wrote into this rank's own slot");
   });
 }
 

@@ -51,6 +51,10 @@ class UcxTransport final : public Transport {
     if (!shares_memory(peer)) return Transport::read_peer(peer, addr, dst, bytes);
     peer_memory_->read(peer, addr, dst, bytes);
   }
+  void write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes) override {
+    if (!shares_memory(peer)) return Transport::write_peer(peer, addr, src, bytes);
+    peer_memory_->write(peer, addr, src, bytes);
+  }
 
  private:
   // What the endpoint error handler needs to know: which peer failed.
