@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+
 #include "collectives/registry.hpp"
 
 #include "perf_data.hpp"
@@ -78,16 +80,20 @@ std::optional<CollectiveKind> collective_kind(Collective c) {
   return std::nullopt;
 }
 
-std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks, int servers) {
+std::vector<std::string> algorithms_to_run(const PerfOptions& o, const AvailableAlgorithms& available) {
   const bool then_auto = o.algo == "all+auto";
   if (o.algo != "all" && !then_auto) return {o.algo};
   std::vector<std::string> out;
   const auto kind = collective_kind(o.collective);
-  for (const auto& a : collectives::algorithms()) {
-    bool every_type = kind.has_value();
-    for (const DataType dt : o.dtypes) every_type = every_type && a.supports(*kind, dt, 1, {nranks, servers});
-    if (every_type) out.emplace_back(a.name);
-  }
+  if (kind && !o.dtypes.empty())
+    for (const auto& name : available(*kind, o.dtypes.front())) {
+      bool every_type = true;
+      for (const DataType dt : o.dtypes) {
+        const auto here = available(*kind, dt);
+        every_type = every_type && std::find(here.begin(), here.end(), name) != here.end();
+      }
+      if (every_type) out.push_back(name);
+    }
   if (then_auto) out.emplace_back();  // none forced: the library's choice, in the same processes
   return out;
 }

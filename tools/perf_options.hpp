@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,9 +59,11 @@ struct PerfOptions {
 
 // The collective strata runs for c; nullopt for sendrecv (point to point).
 std::optional<CollectiveKind> collective_kind(Collective c);
+// What can run a collective on elements of a type here (Communicator::algorithms).
+using AvailableAlgorithms = std::function<std::vector<std::string>(CollectiveKind, DataType)>;
 // The algorithms to sweep, in registry order: {""} without --algo, else the one named, or
-// with "all" every one that implements the collective for these types over nranks.
-std::vector<std::string> algorithms_to_run(const PerfOptions& o, int nranks, int servers);
+// with "all" every available one that implements the collective for all of o's types.
+std::vector<std::string> algorithms_to_run(const PerfOptions& o, const AvailableAlgorithms& available);
 
 struct ParsedOptions {
   std::optional<PerfOptions> options;  // empty: exit with exit_code (help, or a bad flag)

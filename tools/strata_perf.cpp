@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "base/config.hpp"
 #include "launcher.hpp"
 #include "perf_bench.hpp"
 #include "perf_data.hpp"
@@ -138,7 +137,7 @@ int run_rank(const PerfOptions& o) {
     std::vector<Case> cases;
   };
   std::vector<Sweep> sweeps;
-  for (const std::string& algo : algorithms_to_run(o, n, static_cast<int>(config::get(config::servers))))
+  for (const std::string& algo : algorithms_to_run(o, [&](CollectiveKind k, DataType dt) { return comm.algorithms(k, dt); }))
     sweeps.push_back({algo, expand_cases(o, n, algo)});
   const std::string* named = nullptr;
   auto run_row = [&](const Sweep& s, const Case& c, std::uint64_t size) {

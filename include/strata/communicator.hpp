@@ -75,6 +75,10 @@ class Communicator {
   std::chrono::milliseconds timeout() const;
   // Thread-safe and cheap (a few relaxed loads); see TrafficStats.
   TrafficStats traffic() const;
+  // The registered algorithms CallOptions::algorithm may name for `kind` on elements of
+  // `dt` here, in registry order: those that implement it for this many ranks and this
+  // communicator's links (single_copy only where every rank shares the host's memory).
+  std::vector<std::string> algorithms(CollectiveKind kind, DataType dt) const;
 
   // count is per rank for all operations below except reduce_scatter (recvcount: send
   // holds size()*recvcount) and allgather (sendcount: recv holds size()*sendcount).

@@ -185,6 +185,13 @@ TrafficStats Communicator::traffic() const {
   const auto c = impl_->traffic();
   return {c.wan_payload_sent, c.wan_wire_sent, c.wan_payload_received, c.wan_resent};
 }
+
+std::vector<std::string> Communicator::algorithms(CollectiveKind kind, DataType dt) const {
+  std::vector<std::string> out;
+  for (const auto& a : collectives::algorithms())
+    if (a.supports(kind, dt, 1, shape_of(*impl_))) out.emplace_back(a.name);
+  return out;
+}
 void Communicator::abort() { impl_->abort("abort() called on rank " + std::to_string(rank())); }
 
 Communicator Communicator::shrink(std::span<const int> lost_ranks, const CommOptions& opts) {
