@@ -53,20 +53,16 @@ void Context::check_stamp(int peer, const std::string& theirs) {
 }
 
 void Context::read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes) {
-  try {
-    p_.transport->read_peer(peer, addr, dst, bytes);
-  } catch (const TransportError& e) {
-    throw TransportError(p_.what + " on rank " + std::to_string(my_rank()) + ": " + e.what());
-  }
+  naming_failures([&] { p_.transport->read_peer(peer, addr, dst, bytes); });
 }
 
-void Context::write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes) {
-  try {
-    p_.transport->write_peer(peer, addr, src, bytes);
-  } catch (const TransportError& e) {
-    throw TransportError(p_.what + " on rank " + std::to_string(my_rank()) + ": " + e.what());
-  }
+char* Context::shared_slot(int r) {
+  return naming_failures([&] { return p_.transport->shared_slot(r); });
 }
+
+std::size_t Context::shared_slot_bytes() const { return p_.transport->shared_slot_bytes(); }
+
+
 
 void Context::wait(const RequestPtr& r) { wait_all({r}); }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/errors.hpp"
 #include "transport/tags.hpp"
 #include "transport/transport.hpp"
 
@@ -98,8 +99,9 @@ class Context {
   // Copies bytes at `addr` of peer's (a transport rank's) memory into dst, for groups
   // with shared_memory; failures name the collective and both ranks.
   void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes);
-  // The other way: copies bytes from src to `addr` of peer's memory.
-  void write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes);
+  // A member's slot of the host's shared segment (Transport::shared_slot), and its size.
+  char* shared_slot(int r);
+  std::size_t shared_slot_bytes() const;
   void wait(const RequestPtr& r);
   void wait_all(const std::vector<RequestPtr>& rs);
   // Waits until at least `r` is done, also failing on mismatch; returns its byte count.
@@ -129,6 +131,15 @@ class Context {
 
  private:
   [[noreturn]] void throw_timeout(const std::string& waiting_for);
+  // Runs f; a TransportError it throws comes out naming the collective and this rank.
+  template <typename F>
+  auto naming_failures(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const TransportError& e) {
+      throw TransportError(p_.what + " on rank " + std::to_string(my_rank()) + ": " + e.what());
+    }
+  }
 
   Params p_;
   std::function<void()> background_;

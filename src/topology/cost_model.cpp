@@ -80,7 +80,7 @@ std::optional<Cost> param_server(int p, double N, double pulled, const GroupCost
 }
 
 // single_copy (members read each other's memory): `rounds` of p - 1 empty messages each,
-// copying `read` bytes to or from peers' buffers and reducing `reduced`. Its reduction reads one
+// reading `read` bytes of peers' buffers and reducing `reduced`. Its reduction reads one
 // operand from cache, right after the kernel's copy put it there, where the staged
 // algorithms' γ streams both operands from memory: two streams of three, so 2/3 of γ.
 std::optional<Cost> single_copy(double rounds, double read, double reduced, int p, const GroupCost& g) {
@@ -123,8 +123,13 @@ std::optional<Cost> allreduce(AlgorithmId a, int p, double N, const GroupCost& g
       const double C = chunks(N, g.chunk_bytes);
       return terms(C, (q - 1) * N, (q - 1) * N, g, C * (q - 2));
     }
-    case AlgorithmId::single_copy:  // announce, buffers released; each block read in and written out
-      return single_copy(2, 2 * f * N, f * N, p, g);
+    case AlgorithmId::single_copy: {
+      // Through the host's segment: three rounds of notices and no bytes on a link. A
+      // rank copies fN into its slot, reduces fN (one operand in cache) and copies fN
+      // out; each moves two memory streams where γ prices a reduction's three.
+      if (!g.shared_memory) return std::nullopt;
+      return terms(3, 0, 3 * f * N * 2 / 3, g, 3 * (q - 2));
+    }
     default:
       return std::nullopt;
   }

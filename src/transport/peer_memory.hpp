@@ -1,12 +1,12 @@
-// Reading and writing another process's memory on this host directly (Linux cross-memory
-// attach, process_vm_readv/writev): one copy through the kernel, with no message, staging
-// buffer or handshake per transfer. Collectives among the processes of one host use it to
-// reduce a peer's data while it is still in cache and hand the result on while it still
-// is (collectives/single_copy.cpp).
+// The memory the processes of one host share: reading another process's memory directly
+// (Linux cross-memory attach, process_vm_readv: one copy through the kernel, with no
+// message, staging buffer or handshake per transfer), and a segment every rank of the
+// host maps (host_segment.hpp). Collectives among the processes of one host use both
+// (collectives/single_copy.cpp).
 //
 // Whether it works is settled once, at start-up, for the whole host: every rank reads a
-// token from every other rank of its host, writes it back, and publishes whether all of
-// that succeeded.
+// token from every other rank of its host, maps the host's segment, and publishes
+// whether all of that succeeded.
 // The kernel may refuse (Yama's ptrace_scope, containers with their own PID namespaces,
 // seccomp), and a process with another PID namespace could even be a different process
 // under the same number: the token read catches both. Only if every rank of the host
@@ -18,9 +18,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "bootstrap/store.hpp"
+#include "transport/host_segment.hpp"
 
 namespace strata::transport {
 
@@ -32,19 +34,23 @@ class PeerMemory {
   PeerMemory(int rank, const std::vector<bool>& same_host, bool enabled, bootstrap::Store& store,
              const std::string& prefix, bootstrap::Clock::time_point deadline);
 
+  // Bytes of each rank's slot in the host's shared segment.
+  static constexpr std::size_t kSlotBytes = std::size_t{4} << 20;
+
   // True when peer is on this host and every rank of the host can read every other.
   bool shares(int peer) const { return pids_[static_cast<std::size_t>(peer)] > 0; }
+  // Rank r's slot of the host's shared segment (kSlotBytes), mapped here; r is this rank
+  // or one it shares() with. Only r writes it.
+  char* slot(int r) const;
   // Copies `bytes` from address `addr` of peer's memory into dst. Throws TransportError
   // naming the peer if the kernel refuses (the peer exited, or the range is not mapped).
   void read(int peer, std::uint64_t addr, void* dst, std::size_t bytes) const;
-  // Copies `bytes` from src into address `addr` of peer's memory; the same errors.
-  void write(int peer, std::uint64_t addr, const void* src, std::size_t bytes) const;
 
  private:
-  void copy(int peer, std::uint64_t addr, void* mine, std::size_t bytes, bool to_peer) const;
-
   std::vector<pid_t> pids_;  // 0: not shared
+  std::vector<int> slots_;   // by rank: index of its slot in segment_, -1 if none
   std::uint64_t token_ = 0;  // read by peers at start-up; lives as long as this object
+  std::optional<HostSegment> segment_;
 };
 
 }  // namespace strata::transport

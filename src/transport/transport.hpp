@@ -111,8 +111,12 @@ class Transport {
   // Engine thread. Copies `bytes` at address `addr` of peer's memory into dst, where
   // shares_memory(peer); throws TransportError otherwise or if the kernel refuses.
   virtual void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes);
-  // Engine thread. The other way: copies `bytes` from src to address `addr` of peer's memory.
-  virtual void write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes);
+  // Rank r's slot of the host's shared segment, as mapped in this process: r is this
+  // rank or one it shares_memory with, and only r writes it (host_segment.hpp). Throws
+  // TransportError where there is none.
+  virtual char* shared_slot(int r);
+  // The bytes of each such slot; 0 where ranks share no segment.
+  virtual std::size_t shared_slot_bytes() const { return 0; }
 
   // Engine thread. What the transport could not do on its own and may explain a peer's
   // silence (its listener ran out of file descriptors), for timeout messages; "" if none.

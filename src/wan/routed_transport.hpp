@@ -44,10 +44,11 @@ class RoutedTransport : public transport::Transport {
     if (!shares_memory(peer)) return Transport::read_peer(peer, addr, dst, bytes);
     local_->read_peer(peer, addr, dst, bytes);
   }
-  void write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes) override {
-    if (!shares_memory(peer)) return Transport::write_peer(peer, addr, src, bytes);
-    local_->write_peer(peer, addr, src, bytes);
+  char* shared_slot(int r) override {
+    if (r != rank() && !shares_memory(r)) return Transport::shared_slot(r);
+    return local_->shared_slot(r);
   }
+  std::size_t shared_slot_bytes() const override { return local_->shared_slot_bytes(); }
 
  private:
   Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }

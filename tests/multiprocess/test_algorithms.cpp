@@ -195,5 +195,23 @@ TEST(AlgorithmsOverride, SingleCopyOnlyWhereEveryRankSharesMemory) {
   }
 }
 
+// single_copy's allreduce moves vectors through the host's segment one slot-sized piece
+// at a time (4 MiB per rank): vectors of several pieces, with a short last one, in and
+// out of place, against the reference.
+TEST(AlgorithmsOverride, SingleCopyAllreduceSpansSeveralPieces) {
+  const std::string root = free_root_address();
+  auto results = fork_ranks(3, std::chrono::seconds(120), [&](int rank) {
+    ::setenv("STRATA_TIMEOUT_S", "60", 1);
+    Communicator comm(rank, 3, root, CommOptions{TransportKind::ucx, {}});
+    CallOptions o;
+    o.algorithm = "single_copy";
+    run_all(comm,
+            {{CollectiveKind::allreduce, DataType::f32, ReduceOp::sum, 2'500'001, 0, true},
+             {CollectiveKind::allreduce, DataType::f64, ReduceOp::avg, 1'048'583, 0, false}},
+            o);
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
 }  // namespace
 }  // namespace strata::test

@@ -51,10 +51,11 @@ class UcxTransport final : public Transport {
     if (!shares_memory(peer)) return Transport::read_peer(peer, addr, dst, bytes);
     peer_memory_->read(peer, addr, dst, bytes);
   }
-  void write_peer(int peer, std::uint64_t addr, const void* src, std::size_t bytes) override {
-    if (!shares_memory(peer)) return Transport::write_peer(peer, addr, src, bytes);
-    peer_memory_->write(peer, addr, src, bytes);
+  char* shared_slot(int r) override {
+    if (r != rank_ && !shares_memory(r)) return Transport::shared_slot(r);
+    return peer_memory_->slot(r);
   }
+  std::size_t shared_slot_bytes() const override { return PeerMemory::kSlotBytes; }
 
  private:
   // What the endpoint error handler needs to know: which peer failed.
