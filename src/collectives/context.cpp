@@ -52,10 +52,6 @@ void Context::check_stamp(int peer, const std::string& theirs) {
                       std::to_string(peer) + " called another collective");
 }
 
-void Context::read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes) {
-  naming_failures([&] { p_.transport->read_peer(peer, addr, dst, bytes); });
-}
-
 char* Context::shared_slot(int r) {
   return naming_failures([&] { return p_.transport->shared_slot(r); });
 }

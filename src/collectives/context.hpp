@@ -39,9 +39,9 @@ struct Group {
   // Transport ranks of the dedicated servers attached to this group (ps/shard_server.hpp);
   // they are not members and run no algorithm, they answer param_server's pushes.
   std::vector<int> servers;
-  // Every member may read every other's memory through the transport (read_peer): all
-  // on one host, over a transport that shares memory there. Whoever builds the group
-  // sets it, from Transport::shares_memory, the same way on every member.
+  // Every member maps the host's shared segment (Context::shared_slot): all on one
+  // host, over a transport that shares memory there. Whoever builds the group sets it,
+  // from Transport::shares_memory, the same way on every member.
   bool shared_memory = false;
   int size() const { return static_cast<int>(ranks.size()); }
   int rank(int i) const { return ranks[static_cast<std::size_t>(i)]; }
@@ -98,7 +98,6 @@ class Context {
   RequestPtr recv_tagged(int peer, transport::Tag tag, void* buf, std::size_t bytes);
   // Copies bytes at `addr` of peer's (a transport rank's) memory into dst, for groups
   // with shared_memory; failures name the collective and both ranks.
-  void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes);
   // A member's slot of the host's shared segment (Transport::shared_slot), and its size.
   char* shared_slot(int r);
   std::size_t shared_slot_bytes() const;

@@ -6,12 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <sstream>
-#include <utility>
 
 #include "strata/errors.hpp"
+#include "transport/transport.hpp"
 
 namespace strata::transport {
 
@@ -29,32 +30,29 @@ char* map(int fd, const std::string& name, std::size_t bytes) {
   return static_cast<char*>(p);
 }
 
-}  // namespace
-
-HostSegment HostSegment::create(std::size_t bytes) {
-  std::random_device rd;
-  std::ostringstream name;
-  name << "/strata-" << std::hex << rd() << rd();
-  const std::string n = name.str();
-  const int fd = ::shm_open(n.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0) fail("shm_open", n, errno);
+// A fresh segment of `bytes` under `name`.
+char* create(const std::string& name, std::size_t bytes) {
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) fail("shm_open", name, errno);
   // posix_fallocate, unlike ftruncate alone, fails now if /dev/shm is too small,
   // instead of a SIGBUS at the first touch of a page it could not back.
-  int err = ::ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  const int err = ::ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno
+                                                                    : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   if (err != 0) {
     ::close(fd);
-    ::shm_unlink(n.c_str());
-    fail("reserving " + std::to_string(bytes) + " bytes", n, err);
+    ::shm_unlink(name.c_str());
+    fail("reserving " + std::to_string(bytes) + " bytes", name, err);
   }
   try {
-    return HostSegment(n, map(fd, n, bytes), bytes);
+    return map(fd, name, bytes);
   } catch (...) {
-    ::shm_unlink(n.c_str());
+    ::shm_unlink(name.c_str());
     throw;
   }
 }
 
-HostSegment HostSegment::open(const std::string& name, std::size_t bytes) {
+// The segment another rank created.
+char* open(const std::string& name, std::size_t bytes) {
   const int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) fail("shm_open", name, errno);
   struct stat st {};
@@ -62,26 +60,82 @@ HostSegment HostSegment::open(const std::string& name, std::size_t bytes) {
     ::close(fd);
     throw TransportError("shared segment " + name + " does not hold the " + std::to_string(bytes) + " bytes expected");
   }
-  return HostSegment(name, map(fd, name, bytes), bytes);
+  return map(fd, name, bytes);
 }
 
-void HostSegment::unlink(const std::string& name) { ::shm_unlink(name.c_str()); }
+}  // namespace
 
-HostSegment::HostSegment(HostSegment&& o) noexcept
-    : name_(std::move(o.name_)), data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-
-HostSegment& HostSegment::operator=(HostSegment&& o) noexcept {
-  if (this != &o) {
-    if (data_) ::munmap(data_, bytes_);
-    name_ = std::move(o.name_);
-    data_ = std::exchange(o.data_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
+HostSegment::HostSegment(int rank, const std::vector<bool>& same_host, bool enabled, bootstrap::Store& store,
+                         const std::string& prefix, bootstrap::Clock::time_point deadline)
+    : rank_(rank), slots_(same_host.size(), -1) {
+  std::vector<int> host;  // this host's ranks, in rank order: slot i belongs to host[i]
+  for (int p = 0; p < static_cast<int>(same_host.size()); ++p)
+    if (p == rank || same_host[static_cast<std::size_t>(p)]) host.push_back(p);
+  if (host.size() < 2) return;
+  const bool leader = host.front() == rank;
+  const std::size_t bytes = host.size() * kSlotBytes;
+  std::string name = "-";
+  std::uint64_t token = 0;
+  bool ok = enabled;
+  if (ok && leader) {
+    std::random_device rd;
+    std::ostringstream n;
+    n << "/strata-" << std::hex << rd() << rd();
+    name = n.str();
+    token = (static_cast<std::uint64_t>(rd()) << 32 | rd()) | 1;  // never 0
+    try {
+      data_ = create(name, bytes);
+      std::memcpy(data_, &token, sizeof token);
+    } catch (const TransportError&) {
+      ok = false;
+      name = "-";
+    }
   }
-  return *this;
+  if (leader) {
+    std::ostringstream who;
+    who << name << ' ' << std::hex << token;
+    store.set(prefix + "segment", who.str());
+  } else if (ok) {
+    std::istringstream who(store.get(std::vector<std::string>{prefix + "segment"}, deadline)[0]);
+    who >> name >> std::hex >> token;
+    std::uint64_t seen = 0;
+    try {
+      if (name != "-") data_ = open(name, bytes);
+      if (data_) std::memcpy(&seen, data_, sizeof seen);
+    } catch (const TransportError&) {
+    }
+    ok = data_ != nullptr && seen == token;
+  }
+  bytes_ = data_ ? bytes : 0;
+  store.set(prefix + "ok/" + std::to_string(rank), ok ? "1" : "0");
+  std::vector<std::string> keys;
+  for (const int p : host)
+    if (p != rank) keys.push_back(prefix + "ok/" + std::to_string(p));
+  const auto verdicts = store.get(keys, deadline);
+  // Every rank has mapped the segment or given up by now: the name may go.
+  if (leader && name != "-") ::shm_unlink(name.c_str());
+  for (const auto& v : verdicts) ok = ok && v == "1";
+  if (!ok) {
+    if (data_) ::munmap(data_, bytes_);
+    data_ = nullptr;
+    return;
+  }
+  for (std::size_t i = 0; i < host.size(); ++i) slots_[static_cast<std::size_t>(host[i])] = static_cast<int>(i);
 }
 
 HostSegment::~HostSegment() {
   if (data_) ::munmap(data_, bytes_);
+}
+
+char* HostSegment::slot(int r) const {
+  const int i = slots_[static_cast<std::size_t>(r)];
+  if (i < 0) throw TransportError("rank " + std::to_string(r) + " shares no memory with rank " + std::to_string(rank_));
+  return data_ + static_cast<std::size_t>(i) * kSlotBytes;
+}
+
+char* Transport::shared_slot(int r) {
+  throw TransportError(std::string(name()) + ": rank " + std::to_string(r) + " shares no memory with rank " +
+                       std::to_string(rank()));
 }
 
 }  // namespace strata::transport

@@ -1,43 +1,51 @@
 // A block of shared memory that every rank of one host maps: one slot per rank, which
-// only its owner writes and the others read with plain loads. Copying through it costs
-// two user-space copies that stay in cache, where cross-memory attach (peer_memory.hpp)
-// costs one copy through the kernel that pins every page; on this project's machines
-// the latter ran 3-4x slower per byte (BENCHMARKS.md, "A shared segment per host").
+// only its owner writes and the others read with plain loads. Collectives among the
+// processes of one host move their data through it (collectives/single_copy.cpp): two
+// plain copies that stay in cache cost less than one copy through the kernel, which pins
+// every page; here the latter ran 3-4x slower per byte (BENCHMARKS.md, "A shared segment
+// per host").
 //
-// The segment lives in /dev/shm only while the ranks of the host map it: the lowest
-// rank creates it under a random name, the others open it, and the creator unlinks
-// the name once every rank said it mapped it (or failed to). From then on it is
-// anonymous memory that disappears with the last process.
+// Whether the host's ranks share one is settled once, at start-up, for the whole host:
+// the lowest rank creates it under a random name and writes a random token into it, the
+// others map it and check the token (a /dev/shm of another mount namespace fails here),
+// and every rank publishes whether that worked. Only if every rank of the host succeeded
+// do any of them use it, so all ranks of a host agree and pick the same algorithms. The
+// name lives in /dev/shm only until every rank has answered; from then on the segment is
+// anonymous memory that goes with the last process.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
+
+#include "bootstrap/store.hpp"
 
 namespace strata::transport {
 
 class HostSegment {
  public:
-  // Creates a segment of `bytes` under a fresh name; throws TransportError naming what
-  // failed (no /dev/shm, not enough room: the memory is reserved here, not at first touch).
-  static HostSegment create(std::size_t bytes);
-  // Maps the segment another rank created.
-  static HostSegment open(const std::string& name, std::size_t bytes);
-  // Removes the name; the mapping stays.
-  static void unlink(const std::string& name);
+  // Bytes of each rank's slot.
+  static constexpr std::size_t kSlotBytes = std::size_t{4} << 20;
 
-  HostSegment(HostSegment&& o) noexcept;
-  HostSegment& operator=(HostSegment&& o) noexcept;
+  // Agrees with the ranks whose same_host entry is true, through keys under `prefix`.
+  // `enabled` false: publishes a refusal, so the host's other ranks stay off it too.
+  HostSegment(int rank, const std::vector<bool>& same_host, bool enabled, bootstrap::Store& store,
+              const std::string& prefix, bootstrap::Clock::time_point deadline);
   HostSegment(const HostSegment&) = delete;
   HostSegment& operator=(const HostSegment&) = delete;
   ~HostSegment();
 
-  const std::string& name() const { return name_; }
-  char* data() const { return data_; }
-  std::size_t size() const { return bytes_; }
+  // True when peer is another rank of this host and every rank of the host maps the segment.
+  bool shares(int peer) const { return peer != rank_ && slots_[static_cast<std::size_t>(peer)] >= 0; }
+  // Whether this rank has a slot: the host's ranks agreed on the segment.
+  bool active() const { return slots_[static_cast<std::size_t>(rank_)] >= 0; }
+  // Rank r's slot (kSlotBytes), as mapped here; r is this rank or one it shares() with.
+  // Throws TransportError otherwise.
+  char* slot(int r) const;
 
  private:
-  HostSegment(std::string name, char* data, std::size_t bytes) : name_(std::move(name)), data_(data), bytes_(bytes) {}
-  std::string name_;
+  int rank_;
+  std::vector<int> slots_;  // by rank: index of its slot, -1 if none
   char* data_ = nullptr;
   std::size_t bytes_ = 0;
 };

@@ -103,14 +103,11 @@ class Transport {
   // say: where each message costs a handshake, fewer and larger ones win.
   virtual std::size_t chunk_bytes() const { return std::size_t{1} << 20; }
 
-  // Whether this rank may read `peer`'s memory directly (read_peer): peers on this host,
-  // over a transport that already shares memory there, when every rank of the host could
-  // read every other's at start-up (peer_memory.hpp). Symmetric, and the same answer on
+  // Whether this rank and `peer` map one segment of shared memory (shared_slot): peers on
+  // this host, over a transport that already shares memory there, when every rank of the
+  // host mapped it at start-up (host_segment.hpp). Symmetric, and the same answer on
   // every rank of the host, so collectives may choose by it.
   virtual bool shares_memory(int /*peer*/) const { return false; }
-  // Engine thread. Copies `bytes` at address `addr` of peer's memory into dst, where
-  // shares_memory(peer); throws TransportError otherwise or if the kernel refuses.
-  virtual void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes);
   // Rank r's slot of the host's shared segment, as mapped in this process: r is this
   // rank or one it shares_memory with, and only r writes it (host_segment.hpp). Throws
   // TransportError where there is none.
@@ -121,10 +118,6 @@ class Transport {
   // Engine thread. What the transport could not do on its own and may explain a peer's
   // silence (its listener ran out of file descriptors), for timeout messages; "" if none.
   virtual std::string trouble() const { return ""; }
-
- protected:
-  // What read_peer and write_peer throw where memory is not shared.
-  [[noreturn]] void refuse_peer_memory(int peer) const;
 };
 
 // `msg`, followed by the transport's trouble when it has any.

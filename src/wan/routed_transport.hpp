@@ -40,10 +40,6 @@ class RoutedTransport : public transport::Transport {
   bool shares_memory(int peer) const override {
     return !remote_[static_cast<std::size_t>(peer)] && local_->shares_memory(peer);
   }
-  void read_peer(int peer, std::uint64_t addr, void* dst, std::size_t bytes) override {
-    if (!shares_memory(peer)) return Transport::read_peer(peer, addr, dst, bytes);
-    local_->read_peer(peer, addr, dst, bytes);
-  }
   char* shared_slot(int r) override {
     if (r != rank() && !shares_memory(r)) return Transport::shared_slot(r);
     return local_->shared_slot(r);

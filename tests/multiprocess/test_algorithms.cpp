@@ -195,10 +195,10 @@ TEST(AlgorithmsOverride, SingleCopyOnlyWhereEveryRankSharesMemory) {
   }
 }
 
-// single_copy's allreduce moves vectors through the host's segment one slot-sized piece
-// at a time (4 MiB per rank): vectors of several pieces, with a short last one, in and
-// out of place, against the reference.
-TEST(AlgorithmsOverride, SingleCopyAllreduceSpansSeveralPieces) {
+// single_copy moves vectors through the host's segment one slot-sized piece at a time
+// (4 MiB per rank): vectors of several pieces, with a short last one and blocks of
+// unequal sizes, in and out of place, against the reference.
+TEST(AlgorithmsOverride, SingleCopySpansSeveralPieces) {
   const std::string root = free_root_address();
   auto results = fork_ranks(3, std::chrono::seconds(120), [&](int rank) {
     ::setenv("STRATA_TIMEOUT_S", "60", 1);
@@ -207,7 +207,9 @@ TEST(AlgorithmsOverride, SingleCopyAllreduceSpansSeveralPieces) {
     o.algorithm = "single_copy";
     run_all(comm,
             {{CollectiveKind::allreduce, DataType::f32, ReduceOp::sum, 2'500'001, 0, true},
-             {CollectiveKind::allreduce, DataType::f64, ReduceOp::avg, 1'048'583, 0, false}},
+             {CollectiveKind::allreduce, DataType::f64, ReduceOp::avg, 1'048'583, 0, false},
+             {CollectiveKind::reduce_scatter, DataType::f32, ReduceOp::max, 1'000'003, 0, true},
+             {CollectiveKind::allgather, DataType::i32, ReduceOp::sum, 1'500'001, 0, false}},
             o);
   });
   EXPECT_EQ(failures(results), "");

@@ -59,8 +59,8 @@ UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store,
   try {
     init_ucx();
     exchange_addresses(store, deadline);
-    peer_memory_ = std::make_unique<PeerMemory>(rank_, same_host_, config::get(config::single_copy) != 0, store,
-                                                "ucx-cma/", deadline);
+    segment_ = std::make_unique<HostSegment>(rank_, same_host_, config::get(config::single_copy) != 0, store,
+                                             "ucx-shm/", deadline);
   } catch (...) {
     // The destructor does not run for a half-built object.
     if (worker_) ucp_worker_destroy(worker_);
