@@ -77,7 +77,7 @@ class Communicator {
   TrafficStats traffic() const;
   // The registered algorithms CallOptions::algorithm may name for `kind` on elements of
   // `dt` here, in registry order: those that implement it for this many ranks and this
-  // communicator's links (single_copy only where every rank shares the host's memory).
+  // communicator's links (shared_memory only where every rank shares the host's memory).
   std::vector<std::string> algorithms(CollectiveKind kind, DataType dt) const;
 
   // count is per rank for all operations below except reduce_scatter (recvcount: send

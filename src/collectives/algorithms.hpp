@@ -81,15 +81,15 @@ void exchange_allreduce(Context& ctx, const Group& g, const void* send, void* re
 // One-round barrier: a message to every other rank, carrying the call's stamp.
 void exchange_barrier(Context& ctx, const Group& g);
 
-// Single copy among the processes of one host (g.shared_memory): each rank reads its
-// block from every peer's buffer in cache-sized fragments and reduces it at once, then
-// reads the finished blocks; three small messages per peer, the data moved once.
-void single_copy_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
-                           std::size_t count, DataType dt, ReduceOp op);
-void single_copy_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
-                                std::size_t recvcount, DataType dt, ReduceOp op);
-void single_copy_allgather(Context& ctx, const Group& g, const void* send, void* recv,
-                           std::size_t sendcount, DataType dt);
+// Among the processes of one host (g.shared_memory), through the segment they all map:
+// each rank copies its piece into its slot, reduces its block from the peers' slots and
+// copies the finished blocks out; a round of empty notices per step.
+void shared_memory_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                             std::size_t count, DataType dt, ReduceOp op);
+void shared_memory_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+                                  std::size_t recvcount, DataType dt, ReduceOp op);
+void shared_memory_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+                             std::size_t sendcount, DataType dt);
 
 // Dissemination barrier: ceil(log2 p) rounds of empty messages.
 void dissemination_barrier(Context& ctx, const Group& g);

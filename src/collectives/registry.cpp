@@ -79,11 +79,11 @@ bool shared(CollectiveKind kind, DataType dt, std::size_t count, GroupShape g) {
   return g.shared_memory && only<K::allreduce, K::reduce_scatter, K::allgather>(kind, dt, count, g);
 }
 
-void run_single_copy(Context& ctx, const Group& g, const CollArgs& a) {
+void run_shared_memory(Context& ctx, const Group& g, const CollArgs& a) {
   switch (a.kind) {
-    case K::allreduce: return single_copy_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
-    case K::reduce_scatter: return single_copy_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
-    default: return single_copy_allgather(ctx, g, a.send, a.recv, a.count, a.dtype);
+    case K::allreduce: return shared_memory_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+    case K::reduce_scatter: return shared_memory_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+    default: return shared_memory_allgather(ctx, g, a.send, a.recv, a.count, a.dtype);
   }
 }
 
@@ -126,18 +126,18 @@ constexpr Algorithm kAlgorithms[] = {
      "one latency at p-1 times the bytes, for small messages over long links (across regions); "
      "as a barrier, one message to every other rank",
      only<K::allreduce, K::barrier>, run_exchange},
-    {AlgorithmId::single_copy, "single_copy",
+    {AlgorithmId::shared_memory, "shared_memory",
      "processes of one host read each other's buffers (cross-memory attach): each reduces its "
      "block from every peer in cache-sized fragments, then reads the others' results; the data "
      "moves once, three small messages per peer",
-     shared, run_single_copy},
+     shared, run_shared_memory},
 };
 
 // algorithm(id) indexes the table, so it must list every id once, in order.
 constexpr bool ids_in_order() {
   for (std::size_t i = 0; i < std::size(kAlgorithms); ++i)
     if (static_cast<std::size_t>(kAlgorithms[i].id) != i) return false;
-  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::single_copy) + 1;
+  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::shared_memory) + 1;
 }
 static_assert(ids_in_order());
 

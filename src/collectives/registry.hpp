@@ -15,7 +15,7 @@ namespace strata::collectives {
 
 enum class AlgorithmId : std::uint8_t {
   ring, recursive_doubling, binomial, chain, halving_doubling, double_tree, direct, dissemination,
-  param_server, exchange, single_copy
+  param_server, exchange, shared_memory
 };
 
 struct Algorithm {

@@ -79,11 +79,11 @@ std::optional<Cost> param_server(int p, double N, double pulled, const GroupCost
   return terms(2, on_link, (q - 1) * shard, g, 2 * (std::max(q, S) - 1));
 }
 
-// single_copy (through the host's shared segment): `rounds` of p - 1 empty notices each
+// shared_memory (through the host's shared segment): `rounds` of p - 1 empty notices each
 // and no byte on a link. A rank's copies into and out of slots and its reductions (one
 // operand in cache) each move two memory streams where γ prices a reduction's three, so
 // `moved` bytes cost 2/3 of γ.
-std::optional<Cost> single_copy(double rounds, double moved, int p, const GroupCost& g) {
+std::optional<Cost> shared_memory(double rounds, double moved, int p, const GroupCost& g) {
   if (!g.shared_memory) return std::nullopt;
   return terms(rounds, 0, moved * 2 / 3, g, rounds * (p - 2.0));
 }
@@ -123,8 +123,8 @@ std::optional<Cost> allreduce(AlgorithmId a, int p, double N, const GroupCost& g
       const double C = chunks(N, g.chunk_bytes);
       return terms(C, (q - 1) * N, (q - 1) * N, g, C * (q - 2));
     }
-    case AlgorithmId::single_copy:  // fN into the slot, fN reduced, fN out of peers' slots
-      return single_copy(3, 3 * f * N, p, g);
+    case AlgorithmId::shared_memory:  // fN into the slot, fN reduced, fN out of peers' slots
+      return shared_memory(3, 3 * f * N, p, g);
     default:
       return std::nullopt;
   }
@@ -146,8 +146,8 @@ std::optional<Cost> reduce_scatter(AlgorithmId a, int p, double N, const GroupCo
       return terms(1, f * N, f * N, g, q - 2);
     case AlgorithmId::param_server:
       return param_server(p, N, N / q, g);
-    case AlgorithmId::single_copy:  // fN into the slot, fN reduced
-      return single_copy(2, 2 * f * N, p, g);
+    case AlgorithmId::shared_memory:  // fN into the slot, fN reduced
+      return shared_memory(2, 2 * f * N, p, g);
     default:
       return std::nullopt;
   }
@@ -167,8 +167,8 @@ std::optional<Cost> allgather(AlgorithmId a, int p, double N, const GroupCost& g
     }
     case AlgorithmId::direct:
       return terms(1, f * N, 0, g, q - 2);
-    case AlgorithmId::single_copy:  // N/p into the slot, fN out of peers' slots
-      return single_copy(2, N, p, g);
+    case AlgorithmId::shared_memory:  // N/p into the slot, fN out of peers' slots
+      return shared_memory(2, N, p, g);
     default:
       return std::nullopt;
   }

@@ -98,7 +98,7 @@ struct GroupCost {
   std::optional<LinkCost> ring_link;
   // Dedicated parameter servers serving the group, reached over the same links.
   int servers = 0;
-  // Members may read each other's memory (Group::shared_memory): single_copy runs.
+  // Members map the host's shared segment (Group::shared_memory): shared_memory runs.
   bool shared_memory = false;
 };
 

@@ -1,6 +1,6 @@
 // A block of shared memory that every rank of one host maps: one slot per rank, which
 // only its owner writes and the others read with plain loads. Collectives among the
-// processes of one host move their data through it (collectives/single_copy.cpp): two
+// processes of one host move their data through it (collectives/shared_memory.cpp): two
 // plain copies that stay in cache cost less than one copy through the kernel, which pins
 // every page; here the latter ran 3-4x slower per byte (BENCHMARKS.md, "A shared segment
 // per host").

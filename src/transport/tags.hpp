@@ -22,9 +22,10 @@ enum class Channel : std::uint8_t {
   // round, so a rank that called another collective must not take those messages as its own
   exchange = 5,
   exchange_stamp = 6,
-  // single_copy's announcements of its buffers' addresses (collectives/single_copy.cpp):
-  // taken for another algorithm's data, they would be read as addresses
-  single_copy = 7,
+  // shared_memory's notices that a slot of the host's segment may be read or refilled
+  // (collectives/shared_memory.cpp): taken for another algorithm's data, they would let
+  // a rank read a slot its owner has not filled
+  shared_memory = 7,
   stage0 = 16,      // first of kStageChannels: one per pipeline segment in flight
 };
 

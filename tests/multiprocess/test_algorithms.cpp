@@ -73,7 +73,7 @@ TEST_P(Registry, MatchReference) {
     Communicator comm(rank, prm.ranks, root, opts);
     CallOptions o;
     o.algorithm = prm.algorithm;
-    // Forked ranks of one host over UCX may read each other's memory (single_copy).
+    // Forked ranks of one host over UCX may read each other's memory (shared_memory).
     const collectives::GroupShape shape(prm.ranks, 0, prm.transport == TransportKind::ucx || prm.ranks == 1);
     run_all(comm, algorithm_cases(*a, shape), o);
     if (a->supports(CollectiveKind::barrier, DataType::u8, 0, prm.ranks))
@@ -166,19 +166,19 @@ TEST(AlgorithmsOverride, RanksNamingDifferentAlgorithmsGetAMismatch) {
   EXPECT_EQ(failures(results), "");
 }
 
-// single_copy reads peers' memory, which only UCX ranks of one host may: over TCP a forced
+// shared_memory reads peers' memory, which only UCX ranks of one host may: over TCP a forced
 // call is refused on every rank with a reason, and one rank of the host that turns it off
-// (STRATA_SINGLE_COPY=0) turns it off for all of them, so none waits for the others.
-TEST(AlgorithmsOverride, SingleCopyOnlyWhereEveryRankSharesMemory) {
+// (STRATA_SHARED_MEMORY=0) turns it off for all of them, so none waits for the others.
+TEST(AlgorithmsOverride, SharedMemoryOnlyWhereEveryRankSharesMemory) {
   for (const bool tcp : {true, false}) {
     const std::string root = free_root_address();
     auto results = fork_ranks(3, std::chrono::seconds(60), [&](int rank) {
       ::setenv("STRATA_TIMEOUT_S", "20", 1);
-      if (!tcp && rank == 2) ::setenv("STRATA_SINGLE_COPY", "0", 1);
+      if (!tcp && rank == 2) ::setenv("STRATA_SHARED_MEMORY", "0", 1);
       Communicator comm(rank, 3, root, CommOptions{tcp ? TransportKind::tcp : TransportKind::ucx, {}});
       std::vector<float> v(1000, 1.0f);
       CallOptions o;
-      o.algorithm = "single_copy";
+      o.algorithm = "shared_memory";
       std::string msg;
       try {
         comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum, o).wait();
@@ -195,16 +195,16 @@ TEST(AlgorithmsOverride, SingleCopyOnlyWhereEveryRankSharesMemory) {
   }
 }
 
-// single_copy moves vectors through the host's segment one slot-sized piece at a time
+// shared_memory moves vectors through the host's segment one slot-sized piece at a time
 // (4 MiB per rank): vectors of several pieces, with a short last one and blocks of
 // unequal sizes, in and out of place, against the reference.
-TEST(AlgorithmsOverride, SingleCopySpansSeveralPieces) {
+TEST(AlgorithmsOverride, SharedMemorySpansSeveralPieces) {
   const std::string root = free_root_address();
   auto results = fork_ranks(3, std::chrono::seconds(120), [&](int rank) {
     ::setenv("STRATA_TIMEOUT_S", "60", 1);
     Communicator comm(rank, 3, root, CommOptions{TransportKind::ucx, {}});
     CallOptions o;
-    o.algorithm = "single_copy";
+    o.algorithm = "shared_memory";
     run_all(comm,
             {{CollectiveKind::allreduce, DataType::f32, ReduceOp::sum, 2'500'001, 0, true},
              {CollectiveKind::allreduce, DataType::f64, ReduceOp::avg, 1'048'583, 0, false},

@@ -97,17 +97,17 @@ TEST(CostModel, OnlyImplementedCollectives) {
     }
 }
 
-// Where members share memory, single_copy's allreduce puts no byte on a link: it wins
+// Where members share memory, shared_memory's allreduce puts no byte on a link: it wins
 // once its copies through the host's segment cost less than the link's bytes, and never
 // where memory is not shared.
-TEST(CostModel, SingleCopyWhereTheReductionOutweighsARound) {
+TEST(CostModel, SharedMemoryWhereTheReductionOutweighsARound) {
   auto g = figures(5e-6, 2e-10, 1 / 10.5e9);
-  EXPECT_NE(best_flat(K::allreduce, 2, 64 << 20, g).algorithm, AlgorithmId::single_copy);
+  EXPECT_NE(best_flat(K::allreduce, 2, 64 << 20, g).algorithm, AlgorithmId::shared_memory);
   g.shared_memory = true;
-  EXPECT_NE(best_flat(K::allreduce, 2, 4096, g).algorithm, AlgorithmId::single_copy);
-  for (int p : {2, 3, 4, 8}) EXPECT_EQ(best_flat(K::allreduce, p, 16 << 20, g).algorithm, AlgorithmId::single_copy) << p;
+  EXPECT_NE(best_flat(K::allreduce, 2, 4096, g).algorithm, AlgorithmId::shared_memory);
+  for (int p : {2, 3, 4, 8}) EXPECT_EQ(best_flat(K::allreduce, p, 16 << 20, g).algorithm, AlgorithmId::shared_memory) << p;
   const double f = 0.5, n = 1 << 20;
-  EXPECT_NEAR(t(AlgorithmId::single_copy, K::allreduce, 2, n, g), 3 * 5e-6 + 2 * f * n / 10.5e9, 1e-12);
+  EXPECT_NEAR(t(AlgorithmId::shared_memory, K::allreduce, 2, n, g), 3 * 5e-6 + 2 * f * n / 10.5e9, 1e-12);
 }
 
 TEST(CostModel, MonotonicInSize) {

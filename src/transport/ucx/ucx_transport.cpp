@@ -59,7 +59,7 @@ UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store,
   try {
     init_ucx();
     exchange_addresses(store, deadline);
-    segment_ = std::make_unique<HostSegment>(rank_, same_host_, config::get(config::single_copy) != 0, store,
+    segment_ = std::make_unique<HostSegment>(rank_, same_host_, config::get(config::shared_memory) != 0, store,
                                              "ucx-shm/", deadline);
   } catch (...) {
     // The destructor does not run for a half-built object.

@@ -90,7 +90,7 @@ void through_segment(Context& ctx, const Group& g, Kind kind, const char* send, 
     } else {
       std::memcpy(own_slot, send + j * esz, len(me));
     }
-    notify(ctx, g, Channel::single_copy, j == 0 ? &call_bytes : nullptr);
+    notify(ctx, g, Channel::shared_memory, j == 0 ? &call_bytes : nullptr);
     if (reduces) {
       // In place, dst is also the first operand: reduce(out, a, b) allows out == a.
       char* dst = kind == Kind::allreduce ? recv + in_vector(me) : recv + j * esz;
@@ -114,24 +114,24 @@ void through_segment(Context& ctx, const Group& g, Kind kind, const char* send, 
 
 }  // namespace
 
-void single_copy_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
-                           DataType dt, ReduceOp op) {
+void shared_memory_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
+                             DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt);
   if (g.size() == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
   through_segment(ctx, g, Kind::allreduce, static_cast<const char*>(send), static_cast<char*>(recv),
                   Blocks{count, g.size(), 0}, dt, op);
 }
 
-void single_copy_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv, std::size_t recvcount,
-                                DataType dt, ReduceOp op) {
+void shared_memory_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv, std::size_t recvcount,
+                                  DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt);
   if (g.size() == 1 || recvcount == 0) return copy_if_distinct(recv, send, recvcount * esz);
   through_segment(ctx, g, Kind::reduce_scatter, static_cast<const char*>(send), static_cast<char*>(recv),
                   Blocks{recvcount * static_cast<std::size_t>(g.size()), g.size(), recvcount}, dt, op);
 }
 
-void single_copy_allgather(Context& ctx, const Group& g, const void* send, void* recv, std::size_t sendcount,
-                           DataType dt) {
+void shared_memory_allgather(Context& ctx, const Group& g, const void* send, void* recv, std::size_t sendcount,
+                             DataType dt) {
   const std::size_t block = sendcount * dtype_size(dt);
   char* out = static_cast<char*>(recv);
   copy_if_distinct(out + static_cast<std::size_t>(g.me) * block, send, block);
