@@ -18,6 +18,7 @@
 // checked before any slot is read. Each block is reduced by its owner alone, in a fixed
 // order, so every rank ends with the same bits.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "collectives/algorithms.hpp"
@@ -31,10 +32,15 @@ namespace {
 
 enum class Kind { allreduce, reduce_scatter, allgather };
 
+constexpr std::size_t kPage = 4096;
+
 // One round of notices: tells every peer and hears from each on channel ch. With
 // `bytes` (the first round of a call) the notices carry the call's byte count and
 // stamp, and every peer's is checked; without, they are empty.
 void notify(Context& ctx, const Group& g, Channel ch, const std::uint64_t* bytes) {
+  // Keeps this rank's stores to its slot ahead of the notice and its loads from peers'
+  // slots behind theirs on weakly ordered CPUs, whatever the transport orders itself.
+  std::atomic_thread_fence(std::memory_order_release);
   const int p = g.size();
   std::string msg;
   if (bytes) {
@@ -49,6 +55,7 @@ void notify(Context& ctx, const Group& g, Channel ch, const std::uint64_t* bytes
   }
   for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(g.me, k, p)), ch, msg.data(), msg.size()));
   ctx.wait_all(reqs);
+  std::atomic_thread_fence(std::memory_order_acquire);
   if (!bytes) return;
   for (int k = 1; k < p; ++k) {
     const int from = direct_from(g.me, k, p);
@@ -72,8 +79,18 @@ void through_segment(Context& ctx, const Group& g, Kind kind, const char* send, 
   const int p = g.size(), me = g.me;
   const std::size_t esz = dtype_size(dt);
   const bool reduces = kind != Kind::allgather;
-  // Allgather's slot holds only its owner's block; the others hold a piece of every block.
-  const std::size_t step = ctx.shared_slot_bytes() / esz / (reduces ? static_cast<std::size_t>(p) : 1);
+  // Allgather's slot holds only its owner's block; the others hold a piece of every block,
+  // each in a part of its own. A piece sits in its part half a page away from where it
+  // sits in the vector (modulo a page): had a copy's source and destination the same
+  // offset modulo 4 KiB, the CPU would take its loads for aliases of the stores just
+  // before them and stall (3 ranks ran 1 MiB slower than 2 MiB that way). Buffers near a
+  // page boundary, as large allocations are, then keep their copies clear of it.
+  std::size_t part = ctx.shared_slot_bytes() / (reduces ? static_cast<std::size_t>(p) : 1), pad = 0;
+  if (part >= 4 * kPage) {
+    part &= ~(kPage - 1);
+    pad = kPage;
+  }
+  const std::size_t step = (part - pad) / esz;
   std::vector<const char*> slot(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) slot[static_cast<std::size_t>(i)] = ctx.shared_slot(g.rank(i));
   char* own_slot = ctx.shared_slot(g.rank(me));
@@ -83,12 +100,14 @@ void through_segment(Context& ctx, const Group& g, Kind kind, const char* send, 
   for (std::size_t j = 0; j < longest; j += step) {
     auto len = [&](int q) { return B.size(q) > j ? std::min(step, B.size(q) - j) * esz : 0; };
     auto in_vector = [&](int q) { return (B.begin(q) + j) * esz; };
-    auto in_slot = [&](int q) { return reduces ? static_cast<std::size_t>(q) * step * esz : 0; };
+    auto in_slot = [&](int q) {
+      return (reduces ? static_cast<std::size_t>(q) * part : 0) + (pad ? (in_vector(q) + kPage / 2) % kPage : 0);
+    };
     if (reduces) {
       for (int q = 0; q < p; ++q)
         if (q != me) std::memcpy(own_slot + in_slot(q), send + in_vector(q), len(q));
     } else {
-      std::memcpy(own_slot, send + j * esz, len(me));
+      std::memcpy(own_slot + in_slot(me), send + j * esz, len(me));
     }
     notify(ctx, g, Channel::shared_memory, j == 0 ? &call_bytes : nullptr);
     if (reduces) {
