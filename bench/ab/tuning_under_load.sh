@@ -84,7 +84,7 @@ in_allreduce = False
 for line in open(f"{out}/model.txt"):
     if line.strip() == "allreduce": in_allreduce = True
     elif line.strip() and not line.startswith("  " * 2): in_allreduce = False
-    m = re.match(r"\s+(\d+) (B|KiB|MiB|GiB)\s.*\s([a-z_]+)\s+(?:α-bound|β-bound|mixed)", line)
+    m = re.match(r"\s+(\d+) (B|KiB|MiB|GiB)\s.*\s([a-z_]+)\s+(?:α-bound|β-bound|γ-bound|mixed)", line)
     if in_allreduce and m: model_pick.setdefault(int(m[1]) * unit[m[2]], m[3])
 suffix = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 def tuned_picks(r):  # size bucket top -> the tuner's pick, from rank 0's log

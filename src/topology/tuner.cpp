@@ -26,7 +26,8 @@ std::pair<int, int> key(CollectiveKind kind, std::uint64_t bytes) {
 }  // namespace
 
 Tuner::Tuner(const Selector& selector, Options o) : selector_(selector), opt_(o) {
-  if (opt_.samples < 1 || opt_.max_candidates < 1 || !(opt_.within >= 1) || !(opt_.tie >= 1))
+  if (opt_.samples < 1 || opt_.max_candidates < 1 || !(opt_.within >= 1) || !(opt_.tie >= 1) ||
+      !(opt_.alpha_doubt >= 1))
     throw InvalidArgument("tuner: samples and candidates must be at least 1 and the windows at least 1x");
 }
 
@@ -58,6 +59,13 @@ const collectives::Algorithm* Tuner::next(CollectiveKind kind, DataType dt, std:
       if (!tied && static_cast<int>(b.candidates.size()) >= opt_.max_candidates) break;
       if (!b.candidates.empty() && t > opt_.within * best) break;
       b.candidates.push_back(s.algorithm);
+    }
+    for (const double scale : {opt_.alpha_doubt, 1 / opt_.alpha_doubt}) {
+      auto cost = [&](const auto& s) { return scale * s.cost.alpha + s.cost.beta + s.cost.gamma; };
+      const auto alt = std::min_element(ranked.begin(), ranked.end(),
+                                        [&](const auto& x, const auto& y) { return cost(x) < cost(y); });
+      if (alt != ranked.end() && std::find(b.candidates.begin(), b.candidates.end(), alt->algorithm) == b.candidates.end())
+        b.candidates.push_back(alt->algorithm);
     }
   }
   b.last = -1;

@@ -3,8 +3,8 @@
 // collective step) cannot fix a slow choice for the communicator's life.
 //
 // Per collective and power-of-two size bucket of the world group, the few algorithms the
-// model ranks within `within` of its best (and all it cannot tell from its best) are
-// tried in turn: one untimed round (warm-up), then `samples` timed calls each, interleaved so that drift in the host's load hits
+// model ranks within `within` of its best (and all it cannot tell from its best, and its
+// picks were the probe's α ten times off) are tried in turn: one untimed round (warm-up), then `samples` timed calls each, interleaved so that drift in the host's load hits
 // them alike. Each rank then offers its median per candidate; the communicator averages
 // them over all ranks (rank 0 adds and answers, so all hold the same bits) and the bucket
 // keeps the fastest from then on, or the model's pick unless another beat it by 10%. Explore, then commit: the cost is a few dozen calls per
@@ -35,6 +35,11 @@ class Tuner {
     // many: the model cannot order them (a β-bound tie of ring, halving-doubling and
     // direct, say), so its order would decide which of them are never measured.
     double tie = 1.05;
+    // The probe's α is the figure likeliest to be wrong (a spinning ping-pong far cheaper
+    // than a collective's step, a busy host far dearer), and an error in it reorders the
+    // algorithms by their rounds: the model's pick with α this many times larger, and
+    // with it this many times smaller, are tried too. 1 turns it off.
+    double alpha_doubt = 10;
   };
 
   Tuner(const Selector& selector, Options o);

@@ -123,6 +123,58 @@ TEST(Tuner, TriesEveryAlgorithmTheModelCannotTellApart) {
   EXPECT_THROW(Tuner(sel, bad), InvalidArgument);
 }
 
+// Every algorithm the tuner explores for one bucket, in the order it first ran them.
+std::vector<collectives::AlgorithmId> explored(const Selector& sel, const collectives::Group& world, Tuner::Options o,
+                                               std::size_t count) {
+  o.samples = 1;
+  Tuner t(sel, o);
+  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, world.size());
+  std::vector<collectives::AlgorithmId> seen;
+  for (int calls = 0; !t.offer(K::allreduce, bytes) && calls < 100; ++calls) {
+    const auto* a = t.next(K::allreduce, DataType::f32, count, world);
+    if (!a) break;
+    if (std::find(seen.begin(), seen.end(), a->id) == seen.end()) seen.push_back(a->id);
+    t.record(K::allreduce, bytes, 1e-3);
+  }
+  return seen;
+}
+
+// The bad probe: a spinning ping-pong gave α = 0.4 µs where a collective's step
+// costs tens. The model then ranks many-round algorithms first, and the one-round ones
+// it would pick at the real α fall outside its top three; they are tried all the same.
+TEST(Tuner, TriesWhatTheModelWouldPickWereAlphaTenTimesOff) {
+  Figures f = shm_figures();
+  f.of(LinkClass::shm).cost.alpha = 0.4e-6;
+  int mattered = 0;
+  for (int p : {3, 4, 8}) {
+    Selector sel(f, one_host(p), AlgorithmRules{});
+    const auto world = collectives::Group::world(0, p);
+    sel.add_group(world);
+    for (std::size_t count = 16; count <= (std::size_t{1} << 20); count *= 4) {
+      const auto ranked = sel.ranking(K::allreduce, DataType::f32, count, world);
+      auto pick_at = [&](double scale) {
+        auto cost = [&](const auto& s) { return scale * s.cost.alpha + s.cost.beta + s.cost.gamma; };
+        return std::min_element(ranked.begin(), ranked.end(),
+                                [&](const auto& x, const auto& y) { return cost(x) < cost(y); })->algorithm;
+      };
+      Tuner::Options trusting;
+      trusting.alpha_doubt = 1;
+      const auto without = explored(sel, world, trusting, count);
+      const auto with = explored(sel, world, {}, count);
+      for (const double scale : {10.0, 0.1}) {
+        const auto id = pick_at(scale);
+        EXPECT_NE(std::find(with.begin(), with.end(), id), with.end())
+            << collectives::algorithm(id).name << " never tried; " << p << " ranks, " << count << " floats";
+        mattered += std::find(without.begin(), without.end(), id) == without.end() ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GT(mattered, 0) << "the model's close picks held every such algorithm already: nothing shows the rule";
+  Tuner::Options bad;
+  bad.alpha_doubt = 0.5;
+  EXPECT_THROW(Tuner(Selector(f, one_host(3), AlgorithmRules{}), bad), InvalidArgument);
+}
+
 TEST(Tuner, RulesAndLoneCandidatesAreLeftAlone) {
   Fixture ruled(parse_algorithm_rules("allreduce:ring", "STRATA_ALGO", true));
   Tuner t(ruled.sel, {});
@@ -134,6 +186,7 @@ TEST(Tuner, RulesAndLoneCandidatesAreLeftAlone) {
   Tuner::Options one;
   one.max_candidates = 1;
   one.tie = 1.0;
+  one.alpha_doubt = 1.0;
   Tuner lone(fx.sel, one);
   EXPECT_EQ(lone.next(K::allreduce, DataType::f32, 100, fx.world), nullptr);
   EXPECT_EQ(lone.report(), "");
