@@ -91,6 +91,9 @@ void through_segment(Context& ctx, const Group& g, Kind kind, const char* send, 
     pad = kPage;
   }
   const std::size_t step = (part - pad) / esz;
+  if (step == 0)
+    throw TransportError(ctx.what() + " on rank " + std::to_string(ctx.my_rank()) + ": " + std::to_string(p) +
+                         " ranks leave no room for one element each in the host's shared segment");
   std::vector<const char*> slot(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) slot[static_cast<std::size_t>(i)] = ctx.shared_slot(g.rank(i));
   char* own_slot = ctx.shared_slot(g.rank(me));
