@@ -68,6 +68,19 @@ char* open(const std::string& name, std::size_t bytes) {
 HostSegment::HostSegment(int rank, const std::vector<bool>& same_host, bool enabled, bootstrap::Store& store,
                          const std::string& prefix, bootstrap::Clock::time_point deadline)
     : rank_(rank), slots_(same_host.size(), -1) {
+  try {
+    agree(same_host, enabled, store, prefix, deadline);
+  } catch (...) {
+    // A peer that never answered: the destructor will not run, and the name must not outlive us.
+    if (!created_.empty()) ::shm_unlink(created_.c_str());
+    if (data_) ::munmap(data_, bytes_);
+    throw;
+  }
+}
+
+void HostSegment::agree(const std::vector<bool>& same_host, bool enabled, bootstrap::Store& store,
+                        const std::string& prefix, bootstrap::Clock::time_point deadline) {
+  const int rank = rank_;
   std::vector<int> host;  // this host's ranks, in rank order: slot i belongs to host[i]
   for (int p = 0; p < static_cast<int>(same_host.size()); ++p)
     if (p == rank || same_host[static_cast<std::size_t>(p)]) host.push_back(p);
@@ -85,6 +98,8 @@ HostSegment::HostSegment(int rank, const std::vector<bool>& same_host, bool enab
     token = (static_cast<std::uint64_t>(rd()) << 32 | rd()) | 1;  // never 0
     try {
       data_ = create(name, bytes);
+      bytes_ = bytes;
+      created_ = name;
       std::memcpy(data_, &token, sizeof token);
     } catch (const TransportError&) {
       ok = false;
@@ -100,20 +115,23 @@ HostSegment::HostSegment(int rank, const std::vector<bool>& same_host, bool enab
     who >> name >> std::hex >> token;
     std::uint64_t seen = 0;
     try {
-      if (name != "-") data_ = open(name, bytes);
-      if (data_) std::memcpy(&seen, data_, sizeof seen);
+      if (name != "-") {
+        data_ = open(name, bytes);
+        bytes_ = bytes;
+        std::memcpy(&seen, data_, sizeof seen);
+      }
     } catch (const TransportError&) {
     }
     ok = data_ != nullptr && seen == token;
   }
-  bytes_ = data_ ? bytes : 0;
   store.set(prefix + "ok/" + std::to_string(rank), ok ? "1" : "0");
   std::vector<std::string> keys;
   for (const int p : host)
     if (p != rank) keys.push_back(prefix + "ok/" + std::to_string(p));
   const auto verdicts = store.get(keys, deadline);
   // Every rank has mapped the segment or given up by now: the name may go.
-  if (leader && name != "-") ::shm_unlink(name.c_str());
+  if (!created_.empty()) ::shm_unlink(created_.c_str());
+  created_.clear();
   for (const auto& v : verdicts) ok = ok && v == "1";
   if (!ok) {
     if (data_) ::munmap(data_, bytes_);

@@ -44,10 +44,14 @@ class HostSegment {
   char* slot(int r) const;
 
  private:
+  void agree(const std::vector<bool>& same_host, bool enabled, bootstrap::Store& store, const std::string& prefix,
+             bootstrap::Clock::time_point deadline);
+
   int rank_;
   std::vector<int> slots_;  // by rank: index of its slot, -1 if none
   char* data_ = nullptr;
   std::size_t bytes_ = 0;
+  std::string created_;  // the name this rank created, until unlinked
 };
 
 }  // namespace strata::transport
