@@ -85,15 +85,13 @@ std::vector<std::string> algorithms_to_run(const PerfOptions& o, const Available
   if (o.algo != "all" && !then_auto) return {o.algo};
   std::vector<std::string> out;
   const auto kind = collective_kind(o.collective);
-  if (kind && !o.dtypes.empty())
-    for (const auto& name : available(*kind, o.dtypes.front())) {
-      bool every_type = true;
-      for (const DataType dt : o.dtypes) {
-        const auto here = available(*kind, dt);
-        every_type = every_type && std::find(here.begin(), here.end(), name) != here.end();
-      }
-      if (every_type) out.push_back(name);
+  if (kind && !o.dtypes.empty()) {
+    out = available(*kind, o.dtypes.front());
+    for (const DataType dt : o.dtypes) {
+      const auto here = available(*kind, dt);
+      std::erase_if(out, [&](const std::string& name) { return std::find(here.begin(), here.end(), name) == here.end(); });
     }
+  }
   if (then_auto) out.emplace_back();  // none forced: the library's choice, in the same processes
   return out;
 }

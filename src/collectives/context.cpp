@@ -53,12 +53,14 @@ void Context::check_stamp(int peer, const std::string& theirs) {
 }
 
 char* Context::shared_slot(int r) {
-  return naming_failures([&] { return p_.transport->shared_slot(r); });
+  try {
+    return p_.transport->shared_slot(r);
+  } catch (const TransportError& e) {
+    throw TransportError(p_.what + " on rank " + std::to_string(my_rank()) + ": " + e.what());
+  }
 }
 
 std::size_t Context::shared_slot_bytes() const { return p_.transport->shared_slot_bytes(); }
-
-
 
 void Context::wait(const RequestPtr& r) { wait_all({r}); }
 

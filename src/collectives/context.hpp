@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "strata/errors.hpp"
 #include "transport/tags.hpp"
 #include "transport/transport.hpp"
 
@@ -96,9 +95,8 @@ class Context {
   // collective, such as a worker's conversation with a dedicated server.
   RequestPtr send_tagged(int peer, transport::Tag tag, const void* buf, std::size_t bytes);
   RequestPtr recv_tagged(int peer, transport::Tag tag, void* buf, std::size_t bytes);
-  // Copies bytes at `addr` of peer's (a transport rank's) memory into dst, for groups
-  // with shared_memory; failures name the collective and both ranks.
-  // A member's slot of the host's shared segment (Transport::shared_slot), and its size.
+  // A member's (a transport rank's) slot of the host's shared segment, for groups with
+  // shared_memory, and its size; failures name the collective and both ranks.
   char* shared_slot(int r);
   std::size_t shared_slot_bytes() const;
   void wait(const RequestPtr& r);
@@ -130,15 +128,6 @@ class Context {
 
  private:
   [[noreturn]] void throw_timeout(const std::string& waiting_for);
-  // Runs f; a TransportError it throws comes out naming the collective and this rank.
-  template <typename F>
-  auto naming_failures(F&& f) -> decltype(f()) {
-    try {
-      return f();
-    } catch (const TransportError& e) {
-      throw TransportError(p_.what + " on rank " + std::to_string(my_rank()) + ": " + e.what());
-    }
-  }
 
   Params p_;
   std::function<void()> background_;

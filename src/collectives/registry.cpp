@@ -74,7 +74,7 @@ void run_exchange(Context& ctx, const Group& g, const CollArgs& a) {
   exchange_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
 }
 
-// Only where every member may read every other's memory (one host, over UCX).
+// Only where every member maps the host's shared segment (one host, over UCX).
 bool shared(CollectiveKind kind, DataType dt, std::size_t count, GroupShape g) {
   return g.shared_memory && only<K::allreduce, K::reduce_scatter, K::allgather>(kind, dt, count, g);
 }
@@ -127,9 +127,9 @@ constexpr Algorithm kAlgorithms[] = {
      "as a barrier, one message to every other rank",
      only<K::allreduce, K::barrier>, run_exchange},
     {AlgorithmId::shared_memory, "shared_memory",
-     "processes of one host read each other's buffers (cross-memory attach): each reduces its "
-     "block from every peer in cache-sized fragments, then reads the others' results; the data "
-     "moves once, three small messages per peer",
+     "processes of one host go through a segment they all map: each copies its piece into its "
+     "slot, reduces its block from the peers' slots and copies the others' results out; a round "
+     "of empty notices per step",
      shared, run_shared_memory},
 };
 

@@ -192,6 +192,7 @@ std::vector<std::string> Communicator::algorithms(CollectiveKind kind, DataType 
     if (a.supports(kind, dt, 1, shape_of(*impl_))) out.emplace_back(a.name);
   return out;
 }
+
 void Communicator::abort() { impl_->abort("abort() called on rank " + std::to_string(rank())); }
 
 Communicator Communicator::shrink(std::span<const int> lost_ranks, const CommOptions& opts) {

@@ -4,7 +4,8 @@
 //
 // Per collective and power-of-two size bucket of the world group, the few algorithms the
 // model ranks within `within` of its best (and all it cannot tell from its best, and its
-// picks were the probe's α ten times off) are tried in turn: one untimed round (warm-up), then `samples` timed calls each, interleaved so that drift in the host's load hits
+// picks were the probe's α ten times off) are tried in turn: one untimed round (warm-up),
+// then `samples` timed calls each, interleaved so that drift in the host's load hits
 // them alike. Each rank then offers its median per candidate; the communicator averages
 // them over all ranks (rank 0 adds and answers, so all hold the same bits) and the bucket
 // keeps the fastest from then on, or the model's pick unless another beat it by 10%. Explore, then commit: the cost is a few dozen calls per

@@ -71,11 +71,16 @@ HostSegment::HostSegment(int rank, const std::vector<bool>& same_host, bool enab
   try {
     agree(same_host, enabled, store, prefix, deadline);
   } catch (...) {
-    // A peer that never answered: the destructor will not run, and the name must not outlive us.
-    if (!created_.empty()) ::shm_unlink(created_.c_str());
-    if (data_) ::munmap(data_, bytes_);
+    release();  // a peer that never answered: the destructor will not run
     throw;
   }
+}
+
+void HostSegment::release() {
+  if (!created_.empty()) ::shm_unlink(created_.c_str());
+  created_.clear();
+  if (data_) ::munmap(data_, bytes_);
+  data_ = nullptr;
 }
 
 void HostSegment::agree(const std::vector<bool>& same_host, bool enabled, bootstrap::Store& store,
@@ -133,17 +138,11 @@ void HostSegment::agree(const std::vector<bool>& same_host, bool enabled, bootst
   if (!created_.empty()) ::shm_unlink(created_.c_str());
   created_.clear();
   for (const auto& v : verdicts) ok = ok && v == "1";
-  if (!ok) {
-    if (data_) ::munmap(data_, bytes_);
-    data_ = nullptr;
-    return;
-  }
+  if (!ok) return release();
   for (std::size_t i = 0; i < host.size(); ++i) slots_[static_cast<std::size_t>(host[i])] = static_cast<int>(i);
 }
 
-HostSegment::~HostSegment() {
-  if (data_) ::munmap(data_, bytes_);
-}
+HostSegment::~HostSegment() { release(); }
 
 char* HostSegment::slot(int r) const {
   const int i = slots_[static_cast<std::size_t>(r)];

@@ -46,6 +46,8 @@ class HostSegment {
  private:
   void agree(const std::vector<bool>& same_host, bool enabled, bootstrap::Store& store, const std::string& prefix,
              bootstrap::Clock::time_point deadline);
+  // Unlinks the name if this rank still holds it, and unmaps the segment.
+  void release();
 
   int rank_;
   std::vector<int> slots_;  // by rank: index of its slot, -1 if none

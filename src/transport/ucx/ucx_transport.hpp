@@ -48,7 +48,7 @@ class UcxTransport final : public Transport {
   std::string abort_reason() const override { return abort_text(); }
   bool shares_memory(int peer) const override { return segment_ && segment_->shares(peer); }
   char* shared_slot(int r) override {
-    if (r != rank_ && !shares_memory(r)) return Transport::shared_slot(r);
+    if (!segment_) return Transport::shared_slot(r);
     return segment_->slot(r);
   }
   std::size_t shared_slot_bytes() const override { return segment_ && segment_->active() ? HostSegment::kSlotBytes : 0; }
