@@ -292,8 +292,8 @@ void learn_online(detail::CommImpl& comm, const Options& o) {
     }
   const std::string report = comm.tuning_report();
   if (comm.rank() != 0) return;
-  std::printf("\nlearned online (STRATA_TUNE): up to %d calls per size up to %s, each candidate's median averaged over "
-              "the ranks\n%s",
+  std::printf("\nlearned online (STRATA_TUNE): up to %d calls per size up to %s, each candidate's mean "
+              "without its slowest call, the slowest rank's\n%s",
               most, bytes_str(std::min(o.max_bytes, kLearnMaxBytes)).c_str(),
               report.empty() ? "  nothing to choose: the model left one candidate at every size\n" : report.c_str());
   if (o.max_bytes > kLearnMaxBytes) std::printf("  (sizes above %s not run)\n", bytes_str(kLearnMaxBytes).c_str());

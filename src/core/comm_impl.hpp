@@ -106,8 +106,8 @@ class CommImpl {
                             const std::string& hint = "");
   void fail_all(const std::string& why);  // marks the communicator failed, stops the transport
   // A notice from this rank to every other over the control mesh.
-  // Averages each rank's medians (topology::Tuner::offer) over the world, in rank order
-  // on rank 0, which answers everyone: all ranks return the same bits.
+  // Each candidate's largest time (topology::Tuner::offer) over the world, gathered on
+  // rank 0, which answers everyone: all ranks return the same bits.
   std::vector<double> agree_on_times(std::uint64_t seq, const std::vector<double>& mine,
                                      transport::Clock::time_point deadline);
   void tell_everyone(ErrorCode code, std::uint64_t seq, const std::string& text, std::vector<int> lost = {});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include "strata/errors.hpp"
 
@@ -9,11 +10,16 @@ namespace strata::topology {
 
 namespace {
 
-double median(std::vector<double> v) {
+// A candidate's time per call as a loop of calls would see it: the mean, which keeps
+// what an algorithm costs now and then (a rank left behind), less the slowest sample,
+// which is most often the host's doing (a rank descheduled), and would otherwise decide
+// alone among a handful. Medians ordered some pairs of candidates the other way from
+// loops of them: they drop the tail that the loop pays.
+double typical(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  if (v.size() > 2) v.pop_back();
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
 // Another candidate replaces the model's pick only below this share of its time.
@@ -99,7 +105,7 @@ std::optional<std::vector<double>> Tuner::offer(CollectiveKind kind, std::uint64
   if (!b || b->winner || b->candidates.size() < 2 || b->calls < explore_calls(*b)) return std::nullopt;
   std::vector<double> out;
   for (std::size_t c = 0; c < b->candidates.size(); ++c)
-    out.push_back(c < b->times.size() ? median(b->times[c]) : 0.0);
+    out.push_back(c < b->times.size() ? typical(b->times[c]) : 0.0);
   return out;
 }
 

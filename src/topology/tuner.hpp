@@ -6,10 +6,12 @@
 // model ranks within `within` of its best (and all it cannot tell from its best, and its
 // picks were the probe's α ten times off) are tried in turn: one untimed round (warm-up),
 // then `samples` timed calls each, interleaved so that drift in the host's load hits
-// them alike. Each rank then offers its median per candidate; the communicator averages
-// them over all ranks (rank 0 adds and answers, so all hold the same bits) and the bucket
-// keeps the fastest from then on, or the model's pick unless another beat it by 10%. Explore, then commit: the cost is a few dozen calls per
-// size, once; Horovod's autotune does the same with Bayesian search over its knobs.
+// them alike. Each rank then offers its mean per candidate without its slowest sample;
+// the communicator keeps the largest over the ranks (a collective is done when its last
+// rank is; rank 0 gathers and answers, so all hold the same bits) and the bucket keeps
+// the fastest from then on, or the model's pick unless another beat it by 10%. Explore,
+// then commit: the cost is a few dozen calls per size, once; Horovod's autotune does the
+// same with Bayesian search over its knobs.
 //
 // Every rank must call next() for the same calls in the same order (collectives are
 // issued in one order on every rank), so all pick the same algorithm without talking.
@@ -51,13 +53,13 @@ class Tuner {
   const collectives::Algorithm* next(CollectiveKind kind, DataType dt, std::size_t count, const collectives::Group& g);
   // This rank's seconds for the call next() just picked.
   void record(CollectiveKind kind, std::uint64_t bytes, double seconds);
-  // Once the bucket has run all its samples: this rank's median per candidate, to be
-  // averaged over the ranks and handed to settle(). Nothing while still exploring or settled.
+  // Once the bucket has run all its samples: this rank's time per candidate (the mean
+  // without the slowest sample), to be agreed over the ranks (the largest) and handed to
+  // settle(). Nothing while still exploring or settled.
   std::optional<std::vector<double>> offer(CollectiveKind kind, std::uint64_t bytes) const;
   void settle(CollectiveKind kind, std::uint64_t bytes, const std::vector<double>& agreed);
 
-  // What was learned, one line per bucket tried: candidates and their medians averaged
-  // over the ranks, the winner against the model's pick; equal on every rank once settled.
+  // What was learned, one line per bucket tried: candidates and their agreed times, the winner against the model's pick; equal on every rank once settled.
   std::string report() const;
   // report()'s line for one bucket ("" if it has none).
   std::string describe(CollectiveKind kind, std::uint64_t bytes) const;
@@ -71,7 +73,7 @@ class Tuner {
     int calls = 0;                                    // calls picked so far
     int last = -1;                                    // candidate of the call in flight
     bool last_timed = false;
-    std::vector<double> agreed;                       // medians averaged over the ranks, once settled
+    std::vector<double> agreed;                       // the slowest rank's times, once settled
     std::optional<std::size_t> winner;
   };
   int explore_calls(const Bucket& b) const;

@@ -21,6 +21,38 @@ struct Fixture {
   }
 };
 
+// A candidate's offered time is what a loop of its calls would cost: the mean, less the
+// one slowest call (a descheduled rank), so a tail that recurs still counts.
+TEST(Tuner, OffersTheMeanWithoutTheSlowestCall) {
+  Fixture fx;
+  Tuner::Options o;
+  o.samples = 4;
+  Tuner t(fx.sel, o);
+  const std::size_t count = 4096;
+  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 3);
+  std::vector<collectives::AlgorithmId> order;
+  std::vector<int> timed;
+  const double tail[] = {1e-3, 9e-3, 2e-3, 100e-3};  // the first candidate's timed calls
+  for (int calls = 0; !t.offer(K::allreduce, bytes); ++calls) {
+    ASSERT_LT(calls, 100) << "never offered";
+    const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
+    ASSERT_NE(a, nullptr);
+    const auto at = std::find(order.begin(), order.end(), a->id);
+    if (at == order.end()) {  // the warm-up round
+      order.push_back(a->id);
+      timed.push_back(0);
+      t.record(K::allreduce, bytes, 1.0);
+      continue;
+    }
+    const auto c = static_cast<std::size_t>(at - order.begin());
+    t.record(K::allreduce, bytes, c == 0 ? tail[timed[c]++] : 3e-3);
+  }
+  const auto mine = *t.offer(K::allreduce, bytes);
+  ASSERT_GE(mine.size(), 2u);
+  EXPECT_DOUBLE_EQ(mine[0], 4e-3);  // (1 + 9 + 2) / 3 ms: the median (5.5 ms) would drop the 9
+  EXPECT_DOUBLE_EQ(mine[1], 3e-3);
+}
+
 TEST(Tuner, TriesTheCloseCandidatesThenKeepsTheFastest) {
   Fixture fx;
   Tuner::Options o;
