@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -150,9 +151,34 @@ char* HostSegment::slot(int r) const {
   return data_ + static_cast<std::size_t>(i) * kSlotBytes;
 }
 
+bool Transport::shares_memory(int peer) const { return segment_ && segment_->shares(peer); }
+
 char* Transport::shared_slot(int r) {
+  if (segment_ && (r == rank() || segment_->shares(r))) return segment_->slot(r);
   throw TransportError(std::string(name()) + ": rank " + std::to_string(r) + " shares no memory with rank " +
                        std::to_string(rank()));
+}
+
+std::size_t Transport::shared_slot_bytes() const { return segment_ && segment_->active() ? HostSegment::kSlotBytes : 0; }
+
+std::string host_identity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string boot_id;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
+  return std::string(host) + "/" + boot_id;
+}
+
+std::vector<bool> find_host_peers(bootstrap::Store& store, const std::string& prefix, int rank, int size,
+                                  bootstrap::Clock::time_point deadline) {
+  const std::string mine = host_identity();
+  store.set(prefix + std::to_string(rank), mine);
+  std::vector<std::string> keys;
+  for (int p = 0; p < size; ++p) keys.push_back(prefix + std::to_string(p));
+  const std::vector<std::string> theirs = store.get(keys, deadline);
+  std::vector<bool> same(static_cast<std::size_t>(size));
+  for (int p = 0; p < size; ++p) same[static_cast<std::size_t>(p)] = theirs[static_cast<std::size_t>(p)] == mine;
+  return same;
 }
 
 }  // namespace strata::transport

@@ -56,4 +56,12 @@ class HostSegment {
   std::string created_;  // the name this rank created, until unlinked
 };
 
+// Which machine this process runs on (host name and boot id): ranks with equal identities
+// may share memory.
+std::string host_identity();
+// By rank: whether it runs on this rank's machine, from identities published under
+// `prefix` (this rank's included, true).
+std::vector<bool> find_host_peers(bootstrap::Store& store, const std::string& prefix, int rank, int size,
+                                  bootstrap::Clock::time_point deadline);
+
 }  // namespace strata::transport

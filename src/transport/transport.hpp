@@ -19,6 +19,8 @@
 
 namespace strata::transport {
 
+class HostSegment;
+
 // Only the low kTagBits bits are significant; see tags.hpp for the layout.
 using Tag = std::uint64_t;
 inline constexpr int kTagBits = 40;
@@ -104,20 +106,25 @@ class Transport {
   virtual std::size_t chunk_bytes() const { return std::size_t{1} << 20; }
 
   // Whether this rank and `peer` map one segment of shared memory (shared_slot): peers on
-  // this host, over a transport that already shares memory there, when every rank of the
-  // host mapped it at start-up (host_segment.hpp). Symmetric, and the same answer on
-  // every rank of the host, so collectives may choose by it.
-  virtual bool shares_memory(int /*peer*/) const { return false; }
+  // this host, when every rank of the host mapped it at start-up (host_segment.hpp).
+  // Symmetric, and the same answer on every rank of the host, so collectives may choose
+  // by it. The transport's factory hands it the segment (use_host_segment).
+  virtual bool shares_memory(int peer) const;
   // Rank r's slot of the host's shared segment, as mapped in this process: r is this
   // rank or one it shares_memory with, and only r writes it (host_segment.hpp). Throws
   // TransportError where there is none.
   virtual char* shared_slot(int r);
   // The bytes of each such slot; 0 where ranks share no segment.
-  virtual std::size_t shared_slot_bytes() const { return 0; }
+  virtual std::size_t shared_slot_bytes() const;
+  // The segment this rank's host agreed on; kept until the transport goes.
+  void use_host_segment(std::shared_ptr<HostSegment> segment) { segment_ = std::move(segment); }
 
   // Engine thread. What the transport could not do on its own and may explain a peer's
   // silence (its listener ran out of file descriptors), for timeout messages; "" if none.
   virtual std::string trouble() const { return ""; }
+
+ private:
+  std::shared_ptr<HostSegment> segment_;  // null where no segment was made
 };
 
 // `msg`, followed by the transport's trouble when it has any.

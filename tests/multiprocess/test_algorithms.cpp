@@ -73,8 +73,8 @@ TEST_P(Registry, MatchReference) {
     Communicator comm(rank, prm.ranks, root, opts);
     CallOptions o;
     o.algorithm = prm.algorithm;
-    // Forked ranks of one host over UCX may read each other's memory (shared_memory).
-    const collectives::GroupShape shape(prm.ranks, 0, prm.transport == TransportKind::ucx || prm.ranks == 1);
+    // Forked ranks of one host share a segment (shared_memory).
+    const collectives::GroupShape shape(prm.ranks, 0, true);
     run_all(comm, algorithm_cases(*a, shape), o);
     if (a->supports(CollectiveKind::barrier, DataType::u8, 0, prm.ranks))
       check_barrier(comm, o);
@@ -86,17 +86,13 @@ std::vector<Param> params() {
   std::vector<Param> out;
   for (const auto& a : collectives::algorithms()) {
     // Algorithms that need dedicated servers have their own suite (test_param_server.cpp).
-    // Those that need shared memory run over UCX only (and over TCP alone, trivially).
-    bool runs_alone = false, with_shared_memory = false;
+    bool runs = false;
     for (auto k : {CollectiveKind::allreduce, CollectiveKind::reduce_scatter, CollectiveKind::allgather,
-                   CollectiveKind::broadcast, CollectiveKind::reduce, CollectiveKind::barrier}) {
-      runs_alone = runs_alone || a.supports(k, DataType::f32, 1, 2);
-      with_shared_memory = with_shared_memory || a.supports(k, DataType::f32, 1, {2, 0, true});
-    }
-    if (!runs_alone && !with_shared_memory) continue;
+                   CollectiveKind::broadcast, CollectiveKind::reduce, CollectiveKind::barrier})
+      runs = runs || a.supports(k, DataType::f32, 1, {2, 0, true});
+    if (!runs) continue;
     for (auto t : {TransportKind::tcp, TransportKind::ucx})
-      for (int n = 1; n <= 6; ++n)
-        if (runs_alone || t == TransportKind::ucx || n == 1) out.push_back({a.name, t, n});
+      for (int n = 1; n <= 6; ++n) out.push_back({a.name, t, n});
   }
   return out;
 }
@@ -166,15 +162,15 @@ TEST(AlgorithmsOverride, RanksNamingDifferentAlgorithmsGetAMismatch) {
   EXPECT_EQ(failures(results), "");
 }
 
-// shared_memory reads peers' memory, which only UCX ranks of one host may: over TCP a forced
-// call is refused on every rank with a reason, and one rank of the host that turns it off
-// (STRATA_SHARED_MEMORY=0) turns it off for all of them, so none waits for the others.
+// shared_memory needs every rank of the host on the segment: one rank that turns it off
+// (STRATA_SHARED_MEMORY=0) turns it off for all of them, so none waits for the others, and
+// a forced call is refused on every rank with a reason.
 TEST(AlgorithmsOverride, SharedMemoryOnlyWhereEveryRankSharesMemory) {
   for (const bool tcp : {true, false}) {
     const std::string root = free_root_address();
     auto results = fork_ranks(3, std::chrono::seconds(60), [&](int rank) {
       ::setenv("STRATA_TIMEOUT_S", "20", 1);
-      if (!tcp && rank == 2) ::setenv("STRATA_SHARED_MEMORY", "0", 1);
+      if (rank == 2) ::setenv("STRATA_SHARED_MEMORY", "0", 1);
       Communicator comm(rank, 3, root, CommOptions{tcp ? TransportKind::tcp : TransportKind::ucx, {}});
       std::vector<float> v(1000, 1.0f);
       CallOptions o;
@@ -191,7 +187,7 @@ TEST(AlgorithmsOverride, SharedMemoryOnlyWhereEveryRankSharesMemory) {
       comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum, o).wait();
       require(v[0] == 3.0f && v[999] == 3.0f, "allreduce after the refusal");
     });
-    EXPECT_EQ(failures(results), "") << (tcp ? "tcp" : "ucx with one rank refusing");
+    EXPECT_EQ(failures(results), "") << (tcp ? "tcp" : "ucx");
   }
 }
 

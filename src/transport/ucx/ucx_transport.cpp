@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <thread>
 
 #include "base/config.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
+#include "transport/host_segment.hpp"
 
 namespace strata::transport {
 
@@ -29,15 +29,6 @@ std::string ucx_error(const char* what, ucs_status_t status) {
 
 void check(ucs_status_t status, const char* what) {
   if (status != UCS_OK) throw TransportError(ucx_error(what, status));
-}
-
-// Which machine this process runs on: ranks with equal identities may share memory.
-std::string host_identity() {
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  std::string boot_id;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
-  return std::string(host) + "/" + boot_id;
 }
 
 }  // namespace
@@ -59,8 +50,8 @@ UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store,
   try {
     init_ucx();
     exchange_addresses(store, deadline);
-    segment_ = std::make_unique<HostSegment>(rank_, same_host_, config::get(config::shared_memory) != 0, store,
-                                             "ucx-shm/", deadline);
+    use_host_segment(std::make_shared<HostSegment>(rank_, same_host_, config::get(config::shared_memory) != 0, store,
+                                                   "ucx-shm/", deadline));
   } catch (...) {
     // The destructor does not run for a half-built object.
     if (worker_) ucp_worker_destroy(worker_);

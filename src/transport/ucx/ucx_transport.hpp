@@ -17,7 +17,6 @@
 
 #include "bootstrap/store.hpp"
 #include "transport/abort_state.hpp"
-#include "transport/host_segment.hpp"
 #include "transport/transport.hpp"
 #include "transport/ucx/ucx_request.hpp"
 
@@ -46,12 +45,6 @@ class UcxTransport final : public Transport {
   void abort(const std::string& why) override;
   bool aborted() const override { return abort_.aborted(); }
   std::string abort_reason() const override { return abort_text(); }
-  bool shares_memory(int peer) const override { return segment_ && segment_->shares(peer); }
-  char* shared_slot(int r) override {
-    if (!segment_) return Transport::shared_slot(r);
-    return segment_->slot(r);
-  }
-  std::size_t shared_slot_bytes() const override { return segment_ && segment_->active() ? HostSegment::kSlotBytes : 0; }
 
  private:
   // What the endpoint error handler needs to know: which peer failed.
@@ -88,7 +81,6 @@ class UcxTransport final : public Transport {
   int event_fd_ = -1;  // -1 when no transport in use can wake us; wait_event then naps
   std::vector<std::string> addresses_;       // worker addresses, by rank
   std::vector<bool> same_host_;              // by rank: may share memory with us
-  std::unique_ptr<HostSegment> segment_;  // shared with this host's ranks
   std::vector<ucp_ep_h> eps_;                // created on first send, by rank
   std::vector<EpContext> ep_contexts_;       // stable addresses for the error handler
   std::vector<std::string> peer_failure_;    // non-empty once a peer's endpoint failed
