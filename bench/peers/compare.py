@@ -199,6 +199,7 @@ def program_commands(s: Setup, prog: str, n: int, json_path: Path) -> list[tuple
         for k in list(base_env):
             if k.startswith("STRATA_") and k not in ("STRATA_TIMEOUT_S",):
                 base_env.pop(k)  # --ranks spawns its own job
+        base_env.update(kv.split("=", 1) for kv in a.strata_env)
         return [(argv, base_env)]
     if prog == "gloo":
         exe = s.bins.get("strata-peer-gloo")
@@ -317,6 +318,9 @@ def main() -> int:
                     help="pass -z to strata-perf (default: strata-perf's own, 0 = issue all iterations, "
                          "then wait; 2 = wait after each, like the blocking peers)")
     ap.add_argument("--strata-args", default="", help="extra arguments for strata-perf")
+    ap.add_argument("--strata-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for strata-perf's ranks, e.g. STRATA_SHARED_MEMORY=0 (repeatable; "
+                         "the caller's own STRATA_ settings are not passed on)")
     ap.add_argument("--gloo-args", default="", help="extra arguments for strata-peer-gloo (e.g. --no-sync)")
     ap.add_argument("--mpirun", default=None, help="mpirun to use (default: from PATH)")
     ap.add_argument("--mpirun-args", default="", help="extra mpirun arguments")
@@ -325,6 +329,9 @@ def main() -> int:
                     help="keep every run's JSON and output in this directory")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     a = ap.parse_args()
+    for kv in a.strata_env:
+        if "=" not in kv or not kv.startswith("STRATA_"):
+            ap.error(f"--strata-env {kv!r}: expected STRATA_NAME=VALUE")
 
     programs = [p.strip() for p in a.programs.split(",") if p.strip()]
     for p in programs:
@@ -395,7 +402,8 @@ def main() -> int:
     out.append(f"- busbw = algbw x 2(n-1)/n, GB/s (1e9 B/s); time = max over ranks of each rank's mean")
     sb = "its default -z 0 (all iterations issued, then waited for)" if a.strata_blocking is None \
         else f"-z {a.strata_blocking}"
-    out.append(f"- strata-perf with {sb}; Gloo and MPI calls are blocking, one after the other")
+    out.append(f"- strata-perf with {sb}" + (f", {' '.join(a.strata_env)}" if a.strata_env else "")
+               + "; Gloo and MPI calls are blocking, one after the other")
     out.append(f"- gloo: the fastest of Gloo's algorithms per size (see the gloo algo column); "
                f"MPI: `--mca pml ob1`, `--bind-to {a.mpi_bind}`; mpi-sm = btl self,vader, mpi-tcp = btl self,tcp on lo")
     out.append(f"- wall time {elapsed / 60:.1f} min; runs failing or giving wrong results are listed at the end")

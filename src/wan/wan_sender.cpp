@@ -60,16 +60,19 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
 
 bool WanTransport::worth_owning(const Outbound& o, std::size_t bytes) const {
   if (o.owned_bytes + bytes > opt_.send_buffer) return false;
-  // Small sends are copied whatever the path; larger ones where the round trip they
-  // would wait for (which includes their own time on the wire) costs more than the copy
-  // and what it does to the caches and the other ranks on the cores, priced at 8 ns a
-  // byte: measured on 2 loaded cores, copying 512 KiB sends over loopback lost 7% of a
-  // 1 MiB allreduce to the round trips it saved. Across a real WAN that is every send up
-  // to the buffer; over a fast, near link only small ones, where waiting costs little.
+  // Small sends are copied whatever the path; larger ones where the path's round trip
+  // costs more than the copy and what it does to the caches and the other ranks on the
+  // cores, priced at 8 ns a byte: measured on 2 loaded cores, copying 512 KiB sends over
+  // loopback lost 7% of a 1 MiB allreduce to the round trips it saved. The round trip is
+  // the shortest seen, not a smoothed one: on a link that its own bytes keep busy the
+  // latter is mostly their queue, which a copy does not shorten, and copying every send
+  // there cost 10% of a 64 MiB hierarchical allreduce on the shaped namespaces (T/bound
+  // 1.15 against 1.04-1.05). Across a far link that is every send up to the buffer; over
+  // a near or busy one only small ones, where waiting costs little.
   constexpr std::size_t kAlwaysCopy = 64u << 10;
   constexpr std::int64_t kCopyPsPerByte = 8000;
   return bytes <= kAlwaysCopy ||
-         static_cast<std::int64_t>(bytes) * kCopyPsPerByte / 1000 < o.srtt.count();
+         static_cast<std::int64_t>(bytes) * kCopyPsPerByte / 1000 < o.min_rtt.count();
 }
 
 void WanTransport::drain_owned(std::chrono::milliseconds limit) {
@@ -258,7 +261,7 @@ void WanTransport::apply_ack(int peer, int s, std::uint64_t seq) {
   auto& st = o.streams[static_cast<std::size_t>(s)];
   if (st.probe_seq && seq >= st.probe_seq) {
     const auto sample = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - st.probe_sent);
-    o.srtt = o.srtt.count() == 0 ? sample : (7 * o.srtt + sample) / 8;
+    o.min_rtt = o.min_rtt.count() == 0 ? sample : std::min(o.min_rtt, sample);
     st.probe_seq = 0;
   }
   const bool moved = st.q.ack(seq, [this](const ReqPtr& r, std::size_t) { retire(r); });

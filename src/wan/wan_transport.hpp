@@ -155,9 +155,10 @@ class WanTransport : public transport::AsioTransport {
     bool cut_done = false;
     std::size_t owned_bytes = 0;  // copies of completed sends not yet acknowledged
     std::size_t early_sends = 0;  // sends completed before their acknowledgement, still unacknowledged
-    // Smoothed time from writing a frame to its acknowledgement (0: no sample yet): what
-    // a send that waits for its acknowledgement pays beyond its bytes.
-    std::chrono::nanoseconds srtt{0};
+    // The shortest time yet from writing a frame to its acknowledgement (0: no sample
+    // yet): the path's round trip without the queue of this rank's own bytes, which is
+    // what a send that waits for its acknowledgement pays beyond its bytes.
+    std::chrono::nanoseconds min_rtt{0};
   };
 
   // ---- receiving (wan_receiver.cpp)
