@@ -59,7 +59,8 @@ class Tuner {
   std::optional<std::vector<double>> offer(CollectiveKind kind, std::uint64_t bytes) const;
   void settle(CollectiveKind kind, std::uint64_t bytes, const std::vector<double>& agreed);
 
-  // What was learned, one line per bucket tried: candidates and their agreed times, the winner against the model's pick; equal on every rank once settled.
+  // What was learned, one line per bucket tried: candidates and their agreed times, the
+  // winner against the model's pick; equal on every rank once settled.
   std::string report() const;
   // report()'s line for one bucket ("" if it has none).
   std::string describe(CollectiveKind kind, std::uint64_t bytes) const;
