@@ -34,6 +34,7 @@
 #include "probe/probe.hpp"
 #include "topology/selector.hpp"
 #include "topology/topology_file.hpp"
+#include "topology/tuner.hpp"
 
 namespace {
 
@@ -263,7 +264,9 @@ int run_offline(const Options& o) {
 // needs to settle it, then what the tuner kept against the model's pick.
 void learn_online(detail::CommImpl& comm, const Options& o) {
   const int p = comm.size();
-  const int per_candidate = static_cast<int>(config::get(config::tune_samples)) + 1;
+  topology::Tuner::Options tuning;
+  tuning.samples = static_cast<int>(config::get(config::tune_samples));
+  const int per_candidate = topology::Tuner::calls_per_candidate(tuning);
   int most = 0;
   if (config::get(config::tune) == 0) {
     if (comm.rank() == 0) std::printf("\nonline tuning: off (STRATA_TUNE=0)\n");
@@ -293,7 +296,7 @@ void learn_online(detail::CommImpl& comm, const Options& o) {
   const std::string report = comm.tuning_report();
   if (comm.rank() != 0) return;
   std::printf("\nlearned online (STRATA_TUNE): up to %d calls per size up to %s, each candidate's mean "
-              "without its slowest call, the slowest rank's\n%s",
+              "over its faster half of calls, each call from its last rank's start to its last rank's end\n%s",
               most, bytes_str(std::min(o.max_bytes, kLearnMaxBytes)).c_str(),
               report.empty() ? "  nothing to choose: the model left one candidate at every size\n" : report.c_str());
   if (o.max_bytes > kLearnMaxBytes) std::printf("  (sizes above %s not run)\n", bytes_str(kLearnMaxBytes).c_str());

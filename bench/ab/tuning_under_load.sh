@@ -7,7 +7,7 @@
 # --by-size: all of them at one size before the next), so the choice is set against the
 # fastest algorithm in the same processes: runs apart differ by up to 2x on this machine,
 # algorithms within one run far less. strata-perf's warm-up calls (-w, STRATA_BENCH_WARMUP
-# or 50) cover the tuner's exploration (21 calls per size, 7 more per tied candidate
+# or 50) cover the tuner's exploration (24 calls per size, 8 more per tied candidate
 # beyond three), so the timed calls are what it kept. Each time is the better of the
 # out-of-place and in-place means of 40 calls. Prints per size the algorithm with the
 # lowest median over the rounds and each choice's median against it, twice: the

@@ -105,11 +105,12 @@ class CommImpl {
   std::exception_ptr settle(const std::string& what, std::uint64_t seq, const std::exception_ptr& symptom,
                             const std::string& hint = "");
   void fail_all(const std::string& why);  // marks the communicator failed, stops the transport
+  // Each candidate's time (topology::Tuner::judge) from every rank's timings of the
+  // size's exploration (Tuner::offer), judged on rank 0, which answers everyone: all
+  // ranks return the same bits.
+  std::vector<double> agree_on_times(std::uint64_t seq, CollectiveKind kind, std::uint64_t bytes,
+                                     const std::vector<double>& mine, transport::Clock::time_point deadline);
   // A notice from this rank to every other over the control mesh.
-  // Each candidate's largest time (topology::Tuner::offer) over the world, gathered on
-  // rank 0, which answers everyone: all ranks return the same bits.
-  std::vector<double> agree_on_times(std::uint64_t seq, const std::vector<double>& mine,
-                                     transport::Clock::time_point deadline);
   void tell_everyone(ErrorCode code, std::uint64_t seq, const std::string& text, std::vector<int> lost = {});
   void connect_mesh(const std::vector<std::string>& addresses, transport::Clock::time_point deadline);
   void close_servers();  // tells the dedicated servers this worker is done

@@ -1,45 +1,85 @@
-// The communicator's side of online tuning (topology/tuner.hpp): agreeing on the
-// candidates' times after a size's exploration, and reading what was learned.
+// The communicator's side of online tuning (topology/tuner.hpp): gathering the ranks'
+// timings of a size's exploration on one clock, and reading what was learned.
 #include "core/comm_impl.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 
 namespace strata::detail {
 
 using transport::Clock;
 
-std::vector<double> CommImpl::agree_on_times(std::uint64_t seq, const std::vector<double>& mine,
-                                             Clock::time_point deadline) {
+namespace {
+
+double seconds(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+}  // namespace
+
+std::vector<double> CommImpl::agree_on_times(std::uint64_t seq, CollectiveKind kind, std::uint64_t bytes,
+                                             const std::vector<double>& mine, Clock::time_point deadline) {
   const auto tag = transport::collective_tag(seq, transport::Channel::tune);
-  const std::size_t bytes = mine.size() * sizeof(double);
-  auto wait = [&](const transport::RequestPtr& r, int peer) {
+  auto wait = [&](const transport::RequestPtr& r, int peer, std::size_t want) {
     if (!transport::wait(*transport_, r, deadline))
       throw TimeoutError("tuning on rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
                          " did not answer in time");
     if (!r->error().empty()) throw TransportError(r->error());
+    if (want != SIZE_MAX && r->bytes() != want)
+      throw TransportError("tuning on rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + " sent " +
+                           std::to_string(r->bytes()) + " bytes, not " + std::to_string(want));
   };
-  std::vector<double> most(mine.size());
+  // Ranks of one host read one clock (steady_clock is the kernel's monotonic clock);
+  // others answer rank 0's pings with theirs, and the quickest of three round trips
+  // places it, within half that round trip.
+  const bool one_clock = world_.shared_memory;
+  constexpr int kPings = 3;
+  std::vector<double> agreed(tuner_->candidates(kind, bytes));
+  const std::size_t answer = agreed.size() * sizeof(double), stamps = mine.size() * sizeof(double);
   if (rank_ != 0) {
-    auto r = transport_->irecv(0, tag, most.data(), bytes);
-    wait(transport_->isend(0, tag, mine.data(), bytes), 0);
-    wait(r, 0);
-    if (r->bytes() != bytes) throw TransportError("tuning: rank 0 answered " + std::to_string(r->bytes()) + " bytes");
-    return most;
+    for (int i = 0; !one_clock && i < kPings; ++i) {
+      double ping = 0;
+      wait(transport_->irecv(0, tag, &ping, sizeof ping), 0, sizeof ping);
+      const double now = seconds(Clock::now());
+      wait(transport_->isend(0, tag, &now, sizeof now), 0, SIZE_MAX);
+    }
+    auto r = transport_->irecv(0, tag, agreed.data(), answer);
+    wait(transport_->isend(0, tag, mine.data(), stamps), 0, SIZE_MAX);
+    wait(r, 0, answer);
+    return agreed;
   }
-  std::vector<std::vector<double>> theirs(static_cast<std::size_t>(size_), std::vector<double>(mine.size()));
-  std::vector<transport::RequestPtr> recvs;
-  for (int r = 1; r < size_; ++r) recvs.push_back(transport_->irecv(r, tag, theirs[static_cast<std::size_t>(r)].data(), bytes));
-  most = mine;
+  std::vector<std::vector<double>> offers(static_cast<std::size_t>(size_), std::vector<double>(mine.size()));
+  offers[0] = mine;
   for (int r = 1; r < size_; ++r) {
-    const auto& req = recvs[static_cast<std::size_t>(r - 1)];
-    wait(req, r);
-    if (req->bytes() != bytes) throw TransportError("tuning: rank " + std::to_string(r) + " sent " + std::to_string(req->bytes()) + " bytes");
-    for (std::size_t c = 0; c < most.size(); ++c) most[c] = std::max(most[c], theirs[static_cast<std::size_t>(r)][c]);
+    double offset = 0, best_trip = 0;
+    for (int i = 0; !one_clock && i < kPings; ++i) {
+      double theirs = 0;
+      auto reply = transport_->irecv(r, tag, &theirs, sizeof theirs);
+      const double sent = seconds(Clock::now());
+      wait(transport_->isend(r, tag, &sent, sizeof sent), r, SIZE_MAX);
+      wait(reply, r, sizeof theirs);
+      const double back = seconds(Clock::now());
+      if (i == 0 || back - sent < best_trip) {
+        best_trip = back - sent;
+        offset = theirs - (sent + back) / 2;
+      }
+    }
+    auto& theirs = offers[static_cast<std::size_t>(r)];
+    wait(transport_->irecv(r, tag, theirs.data(), stamps), r, stamps);
+    for (double& t : theirs) t -= offset;
+  }
+  agreed = tuner_->judge(kind, bytes, offers);
+  if (log::enabled(log::Level::trace)) {
+    std::string line = "tuning " + std::string(to_string(kind)) + " of " + std::to_string(bytes) + " bytes, us per call:";
+    for (const auto& calls : tuner_->call_times(kind, bytes, offers)) {
+      line += " |";
+      for (double t : calls) line += " " + std::to_string(static_cast<long long>(t * 1e7 + 0.5) / 10.0).substr(0, 6);
+    }
+    log::trace(line);
   }
   std::vector<transport::RequestPtr> sends;
-  for (int r = 1; r < size_; ++r) sends.push_back(transport_->isend(r, tag, most.data(), bytes));
-  for (int r = 1; r < size_; ++r) wait(sends[static_cast<std::size_t>(r - 1)], r);
-  return most;
+  for (int r = 1; r < size_; ++r) sends.push_back(transport_->isend(r, tag, agreed.data(), answer));
+  for (int r = 1; r < size_; ++r) wait(sends[static_cast<std::size_t>(r - 1)], r, SIZE_MAX);
+  return agreed;
 }
 
 std::string CommImpl::tuning_report() {

@@ -203,7 +203,7 @@ TEST(SelectorLive, OverrideGrammarPerCallAndInStrataAlgo) {
 // rank the same one in the same call, then keeps one: every call stays exact, and every
 // rank reports the same choice. With STRATA_TUNE=0 there is nothing to report.
 TEST(SelectorLive, TunerSettlesAlikeOnEveryRankAndStaysExact) {
-  const std::string root1 = free_root_address(), root2 = free_root_address();
+  const std::string root1 = free_root_address(), root2 = free_root_address(), root3 = free_root_address();
   auto results = fork_ranks(3, std::chrono::seconds(120), [&](int rank) {
     ::setenv("STRATA_TIMEOUT_S", "60", 1);
     ::setenv("STRATA_TUNE_SAMPLES", "2", 1);  // at most 3 candidates x 3 rounds
@@ -232,6 +232,12 @@ TEST(SelectorLive, TunerSettlesAlikeOnEveryRankAndStaysExact) {
     require(report.find("allreduce") != std::string::npos && report.find("(picked)") != std::string::npos,
             "the 4 KiB allreduce bucket did not settle:\n" + report);
     require(report.find("exploring") == std::string::npos, "a bucket is still exploring:\n" + report);
+    // Without the host segment the ranks do not count as one host: rank 0 places the
+    // others' clocks by pinging them.
+    ::setenv("STRATA_SHARED_MEMORY", "0", 1);
+    const std::string apart = run(root3);
+    require(apart.find("(picked)") != std::string::npos && apart.find("exploring") == std::string::npos,
+            "without the segment the tuner did not settle:\n" + apart);
     ::setenv("STRATA_TUNE", "0", 1);
     require(run(root2).empty(), "STRATA_TUNE=0 still tuned");
   });

@@ -2,6 +2,8 @@
 // agreement, the winner it keeps, and where it has no say.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "collectives/registry.hpp"
 #include "one_host.hpp"
 #include "strata/errors.hpp"
@@ -21,36 +23,130 @@ struct Fixture {
   }
 };
 
-// A candidate's offered time is what a loop of its calls would cost: the mean, less the
-// one slowest call (a descheduled rank), so a tail that recurs still counts.
-TEST(Tuner, OffersTheMeanWithoutTheSlowestCall) {
+// A candidate's time is the mean of its faster half of calls: each call is timed from its
+// last rank's start, so what the algorithm costs is in all of them, and the slow half is
+// the host's (a rank descheduled while the others wait).
+TEST(Tuner, JudgesByTheFasterHalfOfTheCalls) {
   Fixture fx;
   Tuner::Options o;
   o.samples = 4;
+  o.streak = 2;
   Tuner t(fx.sel, o);
   const std::size_t count = 4096;
   const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 3);
   std::vector<collectives::AlgorithmId> order;
   std::vector<int> timed;
   const double tail[] = {1e-3, 9e-3, 2e-3, 100e-3};  // the first candidate's timed calls
+  const collectives::Algorithm* previous = nullptr;
   for (int calls = 0; !t.offer(K::allreduce, bytes); ++calls) {
     ASSERT_LT(calls, 100) << "never offered";
     const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
     ASSERT_NE(a, nullptr);
-    const auto at = std::find(order.begin(), order.end(), a->id);
-    if (at == order.end()) {  // the warm-up round
+    const bool lead_in = a != previous;  // untimed: it pays for the switch
+    previous = a;
+    auto at = std::find(order.begin(), order.end(), a->id);
+    if (at == order.end()) {
       order.push_back(a->id);
       timed.push_back(0);
-      t.record(K::allreduce, bytes, 1.0);
-      continue;
+      at = order.end() - 1;
     }
     const auto c = static_cast<std::size_t>(at - order.begin());
-    t.record(K::allreduce, bytes, c == 0 ? tail[timed[c]++] : 3e-3);
+    t.record(K::allreduce, bytes, 0, lead_in ? 1.0 : c == 0 ? tail[timed[c]++] : 3e-3);
   }
-  const auto mine = *t.offer(K::allreduce, bytes);
+  ASSERT_EQ(timed[0], 4);
+  const auto mine = t.judge(K::allreduce, bytes, {*t.offer(K::allreduce, bytes)});
   ASSERT_GE(mine.size(), 2u);
-  EXPECT_DOUBLE_EQ(mine[0], 4e-3);  // (1 + 9 + 2) / 3 ms: the median (5.5 ms) would drop the 9
+  EXPECT_DOUBLE_EQ(mine[0], 1.5e-3);  // (1 + 2) / 2 ms: the mean (28 ms) would be the 100's
   EXPECT_DOUBLE_EQ(mine[1], 3e-3);
+}
+
+// Each candidate runs in streaks: an untimed call after every switch (it pays for how
+// unevenly the previous algorithm let the ranks go), then timed calls in a row, the
+// candidates taking turns until each has its samples.
+TEST(Tuner, TimesEachCandidateInStreaksAfterAnUntimedCall) {
+  Fixture fx;
+  Tuner::Options o;
+  o.samples = 5;
+  o.streak = 2;
+  Tuner t(fx.sel, o);
+  const std::size_t count = 4096;
+  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 3);
+  std::vector<collectives::AlgorithmId> calls;
+  while (!t.offer(K::allreduce, bytes)) {
+    ASSERT_LT(calls.size(), 100u) << "never offered";
+    const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
+    ASSERT_NE(a, nullptr);
+    calls.push_back(a->id);
+    // Untimed calls (the first of each streak) take 1 s; any of them counted shows.
+    const bool first = calls.size() == 1 || calls[calls.size() - 2] != a->id;
+    t.record(K::allreduce, bytes, 0, first ? 1.0 : 1e-3);
+  }
+  std::vector<collectives::AlgorithmId> streaks;  // one entry per run of one candidate
+  std::vector<int> lengths;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (i == 0 || calls[i] != calls[i - 1]) {
+      streaks.push_back(calls[i]);
+      lengths.push_back(0);
+    }
+    ++lengths.back();
+  }
+  const auto k = std::set<collectives::AlgorithmId>(calls.begin(), calls.end()).size();
+  ASSERT_GE(k, 2u);
+  // Rounds of 2, 2 and 1 timed calls: three streaks per candidate, in the same order each round.
+  ASSERT_EQ(streaks.size(), 3 * k);
+  EXPECT_EQ(calls.size(), k * static_cast<std::size_t>(Tuner::calls_per_candidate(o)));
+  for (std::size_t s = 0; s < streaks.size(); ++s) {
+    EXPECT_EQ(streaks[s], streaks[s % k]) << "streak " << s;
+    EXPECT_EQ(lengths[s], s < 2 * k ? 3 : 2) << "streak " << s;
+  }
+  const auto mine = t.judge(K::allreduce, bytes, {*t.offer(K::allreduce, bytes)});
+  ASSERT_EQ(mine.size(), k);
+  for (double x : mine) EXPECT_DOUBLE_EQ(x, 1e-3);  // no untimed call counted
+  Tuner::Options bad;
+  bad.streak = 0;
+  EXPECT_THROW(Tuner(fx.sel, bad), InvalidArgument);
+}
+
+// A call costs what passes from its last rank's start to its last rank's end: not any
+// one rank's own start-to-end, which is mostly waiting for the others (the early ranks)
+// or skips the hop that carries its data to them (the last).
+TEST(Tuner, JudgesEachCallFromItsLastStartToItsLastEnd) {
+  Fixture fx;
+  Tuner::Options o;
+  o.samples = 2;
+  o.streak = 2;
+  Tuner t(fx.sel, o);
+  const std::size_t count = 4096;
+  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 3);
+  std::vector<collectives::AlgorithmId> timed;  // the candidate of each timed call
+  const collectives::Algorithm* previous = nullptr;
+  double clock = 0;
+  while (!t.offer(K::allreduce, bytes)) {
+    ASSERT_LT(clock, 1000) << "never offered";
+    const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
+    ASSERT_NE(a, nullptr);
+    if (a == previous) timed.push_back(a->id);
+    previous = a;
+    t.record(K::allreduce, bytes, clock, clock + 1);
+    clock += 10;
+  }
+  const auto first = timed.front();
+  // Three ranks' clocks, already on one: rank 0 waits 5 s a call, rank 1 starts 4 s
+  // later and ends 1.5 s after that, rank 2 ends last at 6 s, or at 9 s in calls of the
+  // first candidate.
+  std::vector<std::vector<double>> offers(3);
+  for (std::size_t j = 0; j < timed.size(); ++j) {
+    const double at = 10.0 * static_cast<double>(j);
+    offers[0].insert(offers[0].end(), {at, at + 5});
+    offers[1].insert(offers[1].end(), {at + 4, at + 5.5});
+    offers[2].insert(offers[2].end(), {at + 1, at + (timed[j] == first ? 9 : 6)});
+  }
+  const auto times = t.judge(K::allreduce, bytes, offers);
+  ASSERT_EQ(times.size(), t.candidates(K::allreduce, bytes));
+  EXPECT_DOUBLE_EQ(times[0], 5.0);  // the model's pick leads: 9 - 4
+  for (std::size_t c = 1; c < times.size(); ++c) EXPECT_DOUBLE_EQ(times[c], 2.0) << c;  // 6 - 4
+  offers[2].pop_back();
+  EXPECT_THROW(t.judge(K::allreduce, bytes, offers), InvalidArgument);
 }
 
 TEST(Tuner, TriesTheCloseCandidatesThenKeepsTheFastest) {
@@ -68,19 +164,19 @@ TEST(Tuner, TriesTheCloseCandidatesThenKeepsTheFastest) {
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first->id, ranked.front().algorithm);  // the model's pick leads
   seen.push_back(first->id);
-  t.record(K::allreduce, bytes, 1.0);  // warm-up: not counted
+  t.record(K::allreduce, bytes, 0, 1.0);  // warm-up: not counted
   int calls = 1;
   while (!t.offer(K::allreduce, bytes)) {
     const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
     ASSERT_NE(a, nullptr);
     ASSERT_LT(++calls, 100) << "never offered";
     if (std::find(seen.begin(), seen.end(), a->id) == seen.end()) seen.push_back(a->id);
-    t.record(K::allreduce, bytes, 1e-3);
+    t.record(K::allreduce, bytes, 0, 1e-3);
   }
   const int k = static_cast<int>(seen.size());
   ASSERT_GE(k, 2);
-  EXPECT_EQ(calls, k * (o.samples + 1));  // a warm-up round, then samples rounds
-  const auto mine = *t.offer(K::allreduce, bytes);
+  EXPECT_EQ(calls, k * (o.samples + 1));  // one streak each: an untimed call, then the samples
+  const auto mine = t.judge(K::allreduce, bytes, {*t.offer(K::allreduce, bytes)});
   ASSERT_EQ(mine.size(), seen.size());
   EXPECT_DOUBLE_EQ(mine[0], 1e-3);  // the warm-up's 1.0 was dropped
   // What the ranks agree on decides, not this rank's own view.
@@ -102,10 +198,10 @@ TEST(Tuner, TriesTheCloseCandidatesThenKeepsTheFastest) {
   int n = 0;
   while (!close.offer(K::allreduce, other) && n++ < 100) {
     ASSERT_NE(close.next(K::allreduce, DataType::f32, 100, fx.world), nullptr);
-    close.record(K::allreduce, other, 1e-3);
+    close.record(K::allreduce, other, 0, 1e-3);
   }
-  const auto offered = *close.offer(K::allreduce, other);
-  std::vector<double> near(offered.size(), 1e-3);
+  ASSERT_TRUE(close.offer(K::allreduce, other));
+  std::vector<double> near(close.candidates(K::allreduce, other), 1e-3);
   near.back() = 0.95e-3;
   close.settle(K::allreduce, other, near);
   EXPECT_EQ(close.next(K::allreduce, DataType::f32, 100, fx.world)->id,
@@ -145,7 +241,7 @@ TEST(Tuner, TriesEveryAlgorithmTheModelCannotTellApart) {
     const auto* a = t.next(K::allreduce, DataType::f32, count, world);
     ASSERT_NE(a, nullptr);
     if (std::find(seen.begin(), seen.end(), a->id) == seen.end()) seen.push_back(a->id);
-    t.record(K::allreduce, bytes, 1e-3);
+    t.record(K::allreduce, bytes, 0, 1e-3);
   }
   for (auto id : tied)
     EXPECT_NE(std::find(seen.begin(), seen.end(), id), seen.end()) << collectives::algorithm(id).name << " never tried";
@@ -166,7 +262,7 @@ std::vector<collectives::AlgorithmId> explored(const Selector& sel, const collec
     const auto* a = t.next(K::allreduce, DataType::f32, count, world);
     if (!a) break;
     if (std::find(seen.begin(), seen.end(), a->id) == seen.end()) seen.push_back(a->id);
-    t.record(K::allreduce, bytes, 1e-3);
+    t.record(K::allreduce, bytes, 0, 1e-3);
   }
   return seen;
 }
@@ -211,7 +307,7 @@ TEST(Tuner, RulesAndLoneCandidatesAreLeftAlone) {
   Fixture ruled(parse_algorithm_rules("allreduce:ring", "STRATA_ALGO", true));
   Tuner t(ruled.sel, {});
   EXPECT_EQ(t.next(K::allreduce, DataType::f32, 100, ruled.world), nullptr);
-  t.record(K::allreduce, 400, 1.0);
+  t.record(K::allreduce, 400, 0, 1.0);
   EXPECT_FALSE(t.offer(K::allreduce, 400));
 
   Fixture fx;
