@@ -58,6 +58,14 @@ Bench::Bench(Communicator& comm, const PerfOptions& options)
   // Localities are the same on every rank, so all agree whether to gather WAN figures.
   for (int r = 1; r < comm_.size(); ++r)
     spans_regions_ = spans_regions_ || comm_.locality(r).region != comm_.locality(0).region;
+  // One round where the communicator has it; any registered one else. Every rank lists the same.
+  auto own = [&](CollectiveKind kind) {
+    const auto names = comm_.algorithms(kind, DataType::f64);
+    if (std::find(names.begin(), names.end(), "exchange") != names.end()) return std::string("exchange");
+    return names.empty() ? std::string() : names.front();
+  };
+  own_reduce_.algorithm = own(CollectiveKind::allreduce);
+  own_barrier_.algorithm = own(CollectiveKind::barrier);
 }
 
 Bench::Shape Bench::shape(const Case& c, std::uint64_t size_bytes) const {
@@ -182,7 +190,7 @@ double Bench::time_group(const Case& c, const Shape& s, bool in_place, WanDelta&
   prepare(c, s, in_place, Pattern(comm_.size(), c.op, 0));
   std::vector<Work> pending;
   pending.reserve(static_cast<std::size_t>(opts_.iters) * 2);
-  comm_.barrier().wait();
+  comm_.barrier(own_barrier_).wait();
   // Local loads only: reading the counters adds nothing to the timed loop. With -z 1 the
   // loop's barriers are counted too (a few bytes per call).
   const TrafficStats t0 = comm_.traffic();
@@ -191,7 +199,7 @@ double Bench::time_group(const Case& c, const Shape& s, bool in_place, WanDelta&
     issue(c, s, b, pending);
     if (opts_.blocking != 0) {
       wait_all(pending);
-      if (opts_.blocking == 1) comm_.barrier().wait();
+      if (opts_.blocking == 1) comm_.barrier(own_barrier_).wait();
     }
   }
   wait_all(pending);
@@ -200,7 +208,7 @@ double Bench::time_group(const Case& c, const Shape& s, bool in_place, WanDelta&
   wan.payload += t1.wan_bytes_sent - t0.wan_bytes_sent;
   wan.wire += t1.wan_wire_bytes_sent - t0.wan_wire_bytes_sent;
   // The row reports the slowest rank.
-  comm_.allreduce(&us, &us, 1, DataType::f64, ReduceOp::max).wait();
+  comm_.allreduce(&us, &us, 1, DataType::f64, ReduceOp::max, own_reduce_).wait();
   return us;
 }
 
@@ -251,7 +259,7 @@ std::int64_t Bench::check_group(const Case& c, const Shape& s, bool in_place) {
         break;
     }
   }
-  comm_.allreduce(&wrong, &wrong, 1, DataType::i64, ReduceOp::sum).wait();
+  comm_.allreduce(&wrong, &wrong, 1, DataType::i64, ReduceOp::sum, own_reduce_).wait();
   return wrong;
 }
 

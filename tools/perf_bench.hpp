@@ -67,6 +67,11 @@ class Bench {
 
   Communicator& comm_;
   const PerfOptions& opts_;
+  // The bench's own calls: a group's opening barrier, its slowest rank's time, its count of
+  // wrong elements. They name an algorithm; left automatic they would share the online
+  // tuner's buckets with the timed calls (an 8-byte f64 max is an 8-byte allreduce) and be
+  // tried and counted among them, between groups rather than in a loop.
+  CallOptions own_reduce_, own_barrier_;
   bool spans_regions_ = false;
   std::unique_ptr<std::byte, void (*)(void*)> send_;
   std::unique_ptr<std::byte, void (*)(void*)> recv_;
