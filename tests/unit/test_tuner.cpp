@@ -2,6 +2,7 @@
 // agreement, the winner it keeps, and where it has no say.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 
 #include "collectives/registry.hpp"
@@ -23,41 +24,57 @@ struct Fixture {
   }
 };
 
+// Runs the exploration of one bucket (4096 floats) to its end: `took(algorithm, untimed)`
+// says how long each call lasted, untimed for the first call of a streak. Returns every
+// call's algorithm in order; each call starts 10 s after the previous one.
+template <class Took>
+std::vector<collectives::AlgorithmId> explore_all(Tuner& t, const collectives::Group& world, Took took) {
+  const std::size_t count = 4096;
+  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, world.size());
+  std::vector<collectives::AlgorithmId> calls;
+  while (!t.offer(K::allreduce, bytes)) {
+    const auto* a = calls.size() < 100 ? t.next(K::allreduce, DataType::f32, count, world) : nullptr;
+    if (!a) {
+      ADD_FAILURE() << "no candidate, or never offered, after " << calls.size() << " calls";
+      break;
+    }
+    const bool untimed = calls.empty() || calls.back() != a->id;
+    const double start = 10.0 * static_cast<double>(calls.size());
+    calls.push_back(a->id);
+    t.record(K::allreduce, bytes, start, start + took(a->id, untimed));
+  }
+  return calls;
+}
+
+const auto kBucket = message_bytes(K::allreduce, 4096, DataType::f32, 3);
+
+Tuner::Options streaks_of(int streak, int samples) {
+  Tuner::Options o;
+  o.samples = samples;
+  o.streak = streak;
+  return o;
+}
+
 // A candidate's time is the mean of its faster half of calls: each call is timed from its
 // last rank's start, so what the algorithm costs is in all of them, and the slow half is
 // the host's (a rank descheduled while the others wait).
 TEST(Tuner, JudgesByTheFasterHalfOfTheCalls) {
   Fixture fx;
-  Tuner::Options o;
-  o.samples = 4;
-  o.streak = 2;
+  const auto o = streaks_of(2, 4);
   Tuner t(fx.sel, o);
-  const std::size_t count = 4096;
-  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 3);
-  std::vector<collectives::AlgorithmId> order;
-  std::vector<int> timed;
-  const double tail[] = {1e-3, 9e-3, 2e-3, 100e-3};  // the first candidate's timed calls
-  const collectives::Algorithm* previous = nullptr;
-  for (int calls = 0; !t.offer(K::allreduce, bytes); ++calls) {
-    ASSERT_LT(calls, 100) << "never offered";
-    const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
-    ASSERT_NE(a, nullptr);
-    const bool lead_in = a != previous;  // untimed: it pays for the switch
-    previous = a;
-    auto at = std::find(order.begin(), order.end(), a->id);
-    if (at == order.end()) {
-      order.push_back(a->id);
-      timed.push_back(0);
-      at = order.end() - 1;
-    }
-    const auto c = static_cast<std::size_t>(at - order.begin());
-    t.record(K::allreduce, bytes, 0, lead_in ? 1.0 : c == 0 ? tail[timed[c]++] : 3e-3);
-  }
-  ASSERT_EQ(timed[0], 4);
-  const auto mine = t.judge(K::allreduce, bytes, {*t.offer(K::allreduce, bytes)});
+  const double tail[] = {1e-3, 9e-3, 2e-3, 100e-3};  // the model's pick's timed calls
+  std::size_t n = 0;
+  std::optional<collectives::AlgorithmId> pick;  // it leads
+  explore_all(t, fx.world, [&](collectives::AlgorithmId id, bool untimed) {
+    if (!pick) pick = id;
+    return untimed ? 1.0 : id != *pick ? 3e-3 : n < 4 ? tail[n++] : 1.0;
+  });
+  ASSERT_EQ(n, 4u);
+  const auto mine = t.judge(K::allreduce, kBucket, {*t.offer(K::allreduce, kBucket)});
   ASSERT_GE(mine.size(), 2u);
-  EXPECT_DOUBLE_EQ(mine[0], 1.5e-3);  // (1 + 2) / 2 ms: the mean (28 ms) would be the 100's
-  EXPECT_DOUBLE_EQ(mine[1], 3e-3);
+  // Times are differences of clock readings: equal to a nanosecond.
+  EXPECT_NEAR(mine[0], 1.5e-3, 1e-9);  // (1 + 2) / 2 ms: the mean (28 ms) would be the 100's
+  EXPECT_NEAR(mine[1], 3e-3, 1e-9);
 }
 
 // Each candidate runs in streaks: an untimed call after every switch (it pays for how
@@ -65,22 +82,10 @@ TEST(Tuner, JudgesByTheFasterHalfOfTheCalls) {
 // candidates taking turns until each has its samples.
 TEST(Tuner, TimesEachCandidateInStreaksAfterAnUntimedCall) {
   Fixture fx;
-  Tuner::Options o;
-  o.samples = 5;
-  o.streak = 2;
+  const auto o = streaks_of(2, 5);
   Tuner t(fx.sel, o);
-  const std::size_t count = 4096;
-  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 3);
-  std::vector<collectives::AlgorithmId> calls;
-  while (!t.offer(K::allreduce, bytes)) {
-    ASSERT_LT(calls.size(), 100u) << "never offered";
-    const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
-    ASSERT_NE(a, nullptr);
-    calls.push_back(a->id);
-    // Untimed calls (the first of each streak) take 1 s; any of them counted shows.
-    const bool first = calls.size() == 1 || calls[calls.size() - 2] != a->id;
-    t.record(K::allreduce, bytes, 0, first ? 1.0 : 1e-3);
-  }
+  // Untimed calls take 1 s; any of them counted shows.
+  const auto calls = explore_all(t, fx.world, [](collectives::AlgorithmId, bool untimed) { return untimed ? 1.0 : 1e-3; });
   std::vector<collectives::AlgorithmId> streaks;  // one entry per run of one candidate
   std::vector<int> lengths;
   for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -99,9 +104,9 @@ TEST(Tuner, TimesEachCandidateInStreaksAfterAnUntimedCall) {
     EXPECT_EQ(streaks[s], streaks[s % k]) << "streak " << s;
     EXPECT_EQ(lengths[s], s < 2 * k ? 3 : 2) << "streak " << s;
   }
-  const auto mine = t.judge(K::allreduce, bytes, {*t.offer(K::allreduce, bytes)});
+  const auto mine = t.judge(K::allreduce, kBucket, {*t.offer(K::allreduce, kBucket)});
   ASSERT_EQ(mine.size(), k);
-  for (double x : mine) EXPECT_DOUBLE_EQ(x, 1e-3);  // no untimed call counted
+  for (double x : mine) EXPECT_NEAR(x, 1e-3, 1e-9);  // no untimed call counted
   Tuner::Options bad;
   bad.streak = 0;
   EXPECT_THROW(Tuner(fx.sel, bad), InvalidArgument);
@@ -112,24 +117,13 @@ TEST(Tuner, TimesEachCandidateInStreaksAfterAnUntimedCall) {
 // or skips the hop that carries its data to them (the last).
 TEST(Tuner, JudgesEachCallFromItsLastStartToItsLastEnd) {
   Fixture fx;
-  Tuner::Options o;
-  o.samples = 2;
-  o.streak = 2;
+  const auto o = streaks_of(2, 2);
   Tuner t(fx.sel, o);
-  const std::size_t count = 4096;
-  const auto bytes = message_bytes(K::allreduce, count, DataType::f32, 3);
+  const auto calls = explore_all(t, fx.world, [](collectives::AlgorithmId, bool) { return 1.0; });
   std::vector<collectives::AlgorithmId> timed;  // the candidate of each timed call
-  const collectives::Algorithm* previous = nullptr;
-  double clock = 0;
-  while (!t.offer(K::allreduce, bytes)) {
-    ASSERT_LT(clock, 1000) << "never offered";
-    const auto* a = t.next(K::allreduce, DataType::f32, count, fx.world);
-    ASSERT_NE(a, nullptr);
-    if (a == previous) timed.push_back(a->id);
-    previous = a;
-    t.record(K::allreduce, bytes, clock, clock + 1);
-    clock += 10;
-  }
+  for (std::size_t i = 1; i < calls.size(); ++i)
+    if (calls[i] == calls[i - 1]) timed.push_back(calls[i]);
+  ASSERT_FALSE(timed.empty());
   const auto first = timed.front();
   // Three ranks' clocks, already on one: rank 0 waits 5 s a call, rank 1 starts 4 s
   // later and ends 1.5 s after that, rank 2 ends last at 6 s, or at 9 s in calls of the
@@ -141,12 +135,12 @@ TEST(Tuner, JudgesEachCallFromItsLastStartToItsLastEnd) {
     offers[1].insert(offers[1].end(), {at + 4, at + 5.5});
     offers[2].insert(offers[2].end(), {at + 1, at + (timed[j] == first ? 9 : 6)});
   }
-  const auto times = t.judge(K::allreduce, bytes, offers);
-  ASSERT_EQ(times.size(), t.candidates(K::allreduce, bytes));
+  const auto times = t.judge(K::allreduce, kBucket, offers);
+  ASSERT_EQ(times.size(), t.candidates(K::allreduce, kBucket));
   EXPECT_DOUBLE_EQ(times[0], 5.0);  // the model's pick leads: 9 - 4
   for (std::size_t c = 1; c < times.size(); ++c) EXPECT_DOUBLE_EQ(times[c], 2.0) << c;  // 6 - 4
   offers[2].pop_back();
-  EXPECT_THROW(t.judge(K::allreduce, bytes, offers), InvalidArgument);
+  EXPECT_THROW(t.judge(K::allreduce, kBucket, offers), InvalidArgument);
 }
 
 TEST(Tuner, TriesTheCloseCandidatesThenKeepsTheFastest) {
