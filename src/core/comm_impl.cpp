@@ -507,8 +507,7 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
       collectives::run_collective(ctx, world, b);
       if (tuned) {
         const auto bytes = topology::message_bytes(a.kind, a.count, a.dtype, size_);
-        auto on_clock = [](Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); };
-        tuner_->record(a.kind, bytes, on_clock(start), on_clock(Clock::now()));
+        tuner_->record(a.kind, bytes, clock_seconds(start), clock_seconds(Clock::now()));
         if (auto mine = tuner_->offer(a.kind, bytes)) {
           ctx.wait_all({fp_send, fp_recv});  // every rank ran this very call before it is counted
           params.guard(false);

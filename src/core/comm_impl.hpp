@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,12 @@
 #include "transport/transport.hpp"
 
 namespace strata::detail {
+
+// A reading of this process's monotonic clock in seconds: the online tuner's stamps, which
+// rank 0 compares across ranks (one clock on one host).
+inline double clock_seconds(transport::Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
 
 class CommImpl {
  public:

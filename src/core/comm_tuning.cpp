@@ -3,28 +3,23 @@
 #include "core/comm_impl.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdint>
 
 namespace strata::detail {
 
 using transport::Clock;
 
-namespace {
-
-double seconds(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
-
-}  // namespace
-
 std::vector<double> CommImpl::agree_on_times(std::uint64_t seq, CollectiveKind kind, std::uint64_t bytes,
                                              const std::vector<double>& mine, Clock::time_point deadline) {
   const auto tag = transport::collective_tag(seq, transport::Channel::tune);
-  auto wait = [&](const transport::RequestPtr& r, int peer, std::size_t want) {
+  auto wait = [&](const transport::RequestPtr& r, int peer) {
     if (!transport::wait(*transport_, r, deadline))
       throw TimeoutError("tuning on rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
                          " did not answer in time");
     if (!r->error().empty()) throw TransportError(r->error());
-    if (want != SIZE_MAX && r->bytes() != want)
+  };
+  auto received = [&](const transport::RequestPtr& r, int peer, std::size_t want) {
+    wait(r, peer);
+    if (r->bytes() != want)
       throw TransportError("tuning on rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + " sent " +
                            std::to_string(r->bytes()) + " bytes, not " + std::to_string(want));
   };
@@ -38,13 +33,13 @@ std::vector<double> CommImpl::agree_on_times(std::uint64_t seq, CollectiveKind k
   if (rank_ != 0) {
     for (int i = 0; !one_clock && i < kPings; ++i) {
       double ping = 0;
-      wait(transport_->irecv(0, tag, &ping, sizeof ping), 0, sizeof ping);
-      const double now = seconds(Clock::now());
-      wait(transport_->isend(0, tag, &now, sizeof now), 0, SIZE_MAX);
+      received(transport_->irecv(0, tag, &ping, sizeof ping), 0, sizeof ping);
+      const double now = clock_seconds(Clock::now());
+      wait(transport_->isend(0, tag, &now, sizeof now), 0);
     }
     auto r = transport_->irecv(0, tag, agreed.data(), answer);
-    wait(transport_->isend(0, tag, mine.data(), stamps), 0, SIZE_MAX);
-    wait(r, 0, answer);
+    wait(transport_->isend(0, tag, mine.data(), stamps), 0);
+    received(r, 0, answer);
     return agreed;
   }
   std::vector<std::vector<double>> offers(static_cast<std::size_t>(size_), std::vector<double>(mine.size()));
@@ -54,17 +49,17 @@ std::vector<double> CommImpl::agree_on_times(std::uint64_t seq, CollectiveKind k
     for (int i = 0; !one_clock && i < kPings; ++i) {
       double theirs = 0;
       auto reply = transport_->irecv(r, tag, &theirs, sizeof theirs);
-      const double sent = seconds(Clock::now());
-      wait(transport_->isend(r, tag, &sent, sizeof sent), r, SIZE_MAX);
-      wait(reply, r, sizeof theirs);
-      const double back = seconds(Clock::now());
+      const double sent = clock_seconds(Clock::now());
+      wait(transport_->isend(r, tag, &sent, sizeof sent), r);
+      received(reply, r, sizeof theirs);
+      const double back = clock_seconds(Clock::now());
       if (i == 0 || back - sent < best_trip) {
         best_trip = back - sent;
         offset = theirs - (sent + back) / 2;
       }
     }
     auto& theirs = offers[static_cast<std::size_t>(r)];
-    wait(transport_->irecv(r, tag, theirs.data(), stamps), r, stamps);
+    received(transport_->irecv(r, tag, theirs.data(), stamps), r, stamps);
     for (double& t : theirs) t -= offset;
   }
   agreed = tuner_->judge(kind, bytes, offers);
@@ -78,7 +73,7 @@ std::vector<double> CommImpl::agree_on_times(std::uint64_t seq, CollectiveKind k
   }
   std::vector<transport::RequestPtr> sends;
   for (int r = 1; r < size_; ++r) sends.push_back(transport_->isend(r, tag, agreed.data(), answer));
-  for (int r = 1; r < size_; ++r) wait(sends[static_cast<std::size_t>(r - 1)], r, SIZE_MAX);
+  for (int r = 1; r < size_; ++r) wait(sends[static_cast<std::size_t>(r - 1)], r);
   return agreed;
 }
 
