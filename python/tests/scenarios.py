@@ -15,6 +15,9 @@ import strata.torch  # noqa: F401  registers "strata"
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int8,
           torch.uint8]
+# Where the checks put their tensors: collectives_cuda moves them to the rank's GPU.
+DEV = torch.device("cpu")
+
 OPS = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.AVG: "avg", dist.ReduceOp.MIN: "min", dist.ReduceOp.MAX: "max",
        dist.ReduceOp.PRODUCT: "prod"}
 
@@ -24,6 +27,11 @@ def init(backend="strata", timeout_s=60, **kw):
     dist.init_process_group(backend, init_method=method, rank=int(rank), world_size=int(world),
                             timeout=datetime.timedelta(seconds=timeout_s), **kw)
     return dist.get_rank(), dist.get_world_size()
+
+
+def on(t):
+    """A copy of t on the device the scenario runs on."""
+    return t.to(DEV, copy=True)
 
 
 def data(seed, n, dtype, small=False):
@@ -52,6 +60,7 @@ def reduce_ref(tensors, op):
 
 
 def close(got, want, what):
+    got, want = got.cpu(), want.cpu()
     if want.dtype.is_floating_point:
         tol = {torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(want.dtype, 1e-5)
         ok = torch.allclose(got.to(torch.float64), want.to(torch.float64), rtol=tol, atol=tol)
@@ -75,16 +84,16 @@ def check_allreduce(rank, world, group=None, members=None):
             for n in sizes(world):
                 seed += 1
                 ins = [data(seed * 100 + r, n, dtype, small=(name == "prod")) for r in members]
-                t = ins[members.index(rank)].clone()
+                t = on(ins[members.index(rank)])
                 dist.all_reduce(t, op=op, group=group)
                 close(t, reduce_ref(ins, name), f"all_reduce {dtype} {name} n={n}")
     # A non-contiguous tensor is reduced in place through a contiguous copy.
     base = data(7, 6 * 5, torch.float32).view(6, 5)
-    t = base.clone().t()
+    t = on(base).t()
     dist.all_reduce(t, group=group)
     close(t, base.t() * len(members), "all_reduce of a transposed tensor")
     # async_op: the future's value is the reduced tensor.
-    t = torch.ones(3)
+    t = on(torch.ones(3))
     w = dist.all_reduce(t, async_op=True, group=group)
     v = w.get_future().wait()[0]
     close(v, torch.full((3,), float(len(members))), "all_reduce future value")
@@ -96,56 +105,56 @@ def check_rooted(rank, world):
     for root in sorted({0, world - 1}):
         for n in sizes(world):
             src = data(500 + root + n, n, torch.float32)
-            t = src.clone() if rank == root else torch.zeros(n)
+            t = on(src if rank == root else torch.zeros(n))
             dist.broadcast(t, src=root)
             close(t, src, f"broadcast root {root} n={n}")
             ins = [data(600 + r + n, n, torch.int64) for r in range(world)]
-            t = ins[rank].clone()
+            t = on(ins[rank])
             dist.reduce(t, dst=root, op=dist.ReduceOp.SUM)
             if rank == root:
                 close(t, reduce_ref(ins, "sum"), f"reduce root {root} n={n}")
             # gather and scatter
-            g = [torch.empty(n) for _ in range(world)] if rank == root else None
-            dist.gather(data(700 + rank + n, n, torch.float32), gather_list=g, dst=root)
+            g = [on(torch.empty(n)) for _ in range(world)] if rank == root else None
+            dist.gather(on(data(700 + rank + n, n, torch.float32)), gather_list=g, dst=root)
             if rank == root:
                 for r in range(world):
                     close(g[r], data(700 + r + n, n, torch.float32), f"gather from {r} n={n}")
-            out = torch.empty(n)
-            sl = [data(800 + r + n, n, torch.float32) for r in range(world)] if rank == root else None
+            out = on(torch.empty(n))
+            sl = [on(data(800 + r + n, n, torch.float32)) for r in range(world)] if rank == root else None
             dist.scatter(out, scatter_list=sl, src=root)
             close(out, data(800 + rank + n, n, torch.float32), f"scatter to {rank} n={n}")
 
 
-def check_gathers(rank, world):
-    for dtype in (torch.float32, torch.int32, torch.bfloat16):
+def check_gathers(rank, world, dtypes=(torch.float32, torch.int32, torch.bfloat16)):
+    for dtype in dtypes:
         for n in sizes(world):
-            mine = data(900 + rank + n, n, dtype)
+            mine = on(data(900 + rank + n, n, dtype))
             want = [data(900 + r + n, n, dtype) for r in range(world)]
-            outs = [torch.empty(n, dtype=dtype) for _ in range(world)]
+            outs = [on(torch.empty(n, dtype=dtype)) for _ in range(world)]
             dist.all_gather(outs, mine)
             for r in range(world):
                 close(outs[r], want[r], f"all_gather {dtype} from {r} n={n}")
-            flat = torch.empty(world * n, dtype=dtype)
+            flat = on(torch.empty(world * n, dtype=dtype))
             dist.all_gather_into_tensor(flat, mine)  # out of place
             close(flat, torch.cat(want), f"all_gather_into_tensor {dtype} n={n}")
-            flat = torch.zeros(world * n, dtype=dtype)
+            flat = on(torch.zeros(world * n, dtype=dtype))
             flat[rank * n:(rank + 1) * n] = mine
             dist.all_gather_into_tensor(flat, flat[rank * n:(rank + 1) * n])  # in place
             close(flat, torch.cat(want), f"all_gather_into_tensor in place {dtype} n={n}")
             # reduce_scatter: rank r's input block j goes to rank j.
             ins = [[data(1000 + r * 31 + j + n, n, dtype) for j in range(world)] for r in range(world)]
-            out = torch.empty(n, dtype=dtype)
-            dist.reduce_scatter(out, ins[rank])
+            out = on(torch.empty(n, dtype=dtype))
+            dist.reduce_scatter(out, [on(x) for x in ins[rank]])
             close(out, reduce_ref([ins[r][rank] for r in range(world)], "sum"), f"reduce_scatter {dtype} n={n}")
-            out = torch.empty(n, dtype=dtype)
-            dist.reduce_scatter_tensor(out, torch.cat(ins[rank]))
+            out = on(torch.empty(n, dtype=dtype))
+            dist.reduce_scatter_tensor(out, on(torch.cat(ins[rank])))
             close(out, reduce_ref([ins[r][rank] for r in range(world)], "sum"), f"reduce_scatter_tensor {dtype} n={n}")
 
 
 def check_alltoall(rank, world):
     for n in (0, 1, 5):
         # Equal splits over rows of 3 columns.
-        inp = torch.stack([data(1100 + rank * 17 + j + n, 3 * n, torch.float32) for j in range(world)])
+        inp = on(torch.stack([data(1100 + rank * 17 + j + n, 3 * n, torch.float32) for j in range(world)]))
         out = torch.empty_like(inp)
         dist.all_to_all_single(out.view(-1), inp.view(-1))
         for j in range(world):
@@ -153,14 +162,14 @@ def check_alltoall(rank, world):
     # Uneven: rank i sends (i + j) % 3 + n rows to rank j.
     for n in (0, 2):
         split = lambda i, j: (i + j) % 3 + n  # noqa: E731
-        ins = [data(1200 + rank * 13 + j, split(rank, j) * 4, torch.int64).view(-1, 4) for j in range(world)]
+        ins = [on(data(1200 + rank * 13 + j, split(rank, j) * 4, torch.int64).view(-1, 4)) for j in range(world)]
         inp = torch.cat(ins)
-        out = torch.empty(sum(split(j, rank) for j in range(world)), 4, dtype=torch.int64)
+        out = on(torch.empty(sum(split(j, rank) for j in range(world)), 4, dtype=torch.int64))
         dist.all_to_all_single(out, inp, output_split_sizes=[split(j, rank) for j in range(world)],
                                input_split_sizes=[split(rank, j) for j in range(world)])
         want = torch.cat([data(1200 + j * 13 + rank, split(j, rank) * 4, torch.int64).view(-1, 4) for j in range(world)])
         close(out, want, f"all_to_all_single uneven n={n}")
-        outs = [torch.empty(split(j, rank), 4, dtype=torch.int64) for j in range(world)]
+        outs = [on(torch.empty(split(j, rank), 4, dtype=torch.int64)) for j in range(world)]
         dist.all_to_all(outs, ins)
         close(torch.cat(outs), want, f"all_to_all list n={n}")
 
@@ -170,13 +179,13 @@ def check_p2p(rank, world):
         return
     for n in (0, 1, 1001):
         nxt, prv = (rank + 1) % world, (rank - 1) % world
-        s = dist.isend(data(1300 + rank + n, n, torch.float32), nxt)
-        t = torch.empty(n)
+        s = dist.isend(on(data(1300 + rank + n, n, torch.float32)), nxt)
+        t = on(torch.empty(n))
         dist.recv(t, prv)
         s.wait()
         close(t, data(1300 + prv + n, n, torch.float32), f"send/recv n={n}")
-        t = torch.empty(n)
-        ops = [dist.P2POp(dist.isend, data(1350 + rank + n, n, torch.float32), nxt), dist.P2POp(dist.irecv, t, prv)]
+        t = on(torch.empty(n))
+        ops = [dist.P2POp(dist.isend, on(data(1350 + rank + n, n, torch.float32)), nxt), dist.P2POp(dist.irecv, t, prv)]
         for w in dist.batch_isend_irecv(ops):
             w.wait()
         close(t, data(1350 + prv + n, n, torch.float32), f"batch_isend_irecv n={n}")
@@ -202,24 +211,113 @@ def collectives():
     print("collectives ok")
 
 
+def use_cuda(rank):
+    """Puts the checks' tensors on this rank's GPU (ranks share one when there is one)."""
+    global DEV
+    DEV = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(DEV)
+    if rank == 0:
+        nccl = ".".join(map(str, torch.cuda.nccl.version())) if hasattr(torch.cuda, "nccl") else "-"
+        print(f"versions: device {torch.cuda.get_device_name(DEV)}, torch {torch.__version__}, "
+              f"CUDA {torch.version.cuda}, torch's NCCL {nccl}", flush=True)
+
+
 def collectives_cuda():
+    """Every collective of the backend on CUDA tensors, as collectives() runs them on CPU."""
     rank, world = init()
-    dev = torch.device("cuda", rank % torch.cuda.device_count())
-    torch.cuda.set_device(dev)
-    for n in sizes(world):
-        ins = [data(1400 + r + n, n, torch.float32) for r in range(world)]
-        t = ins[rank].to(dev) * 1  # produced by a kernel on the current stream
+    use_cuda(rank)
+    check_allreduce(rank, world)
+    check_rooted(rank, world)
+    check_gathers(rank, world, dtypes=(torch.float32, torch.bfloat16, torch.float16, torch.int64))
+    check_alltoall(rank, world)
+    check_p2p(rank, world)
+    # Inputs written by kernels still queued on a stream the caller made current: the
+    # collective must wait for them (a sleep kernel keeps that stream busy first).
+    n = (1 << 22) + 3  # 16 MiB and odd: several segments of every pipeline
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = torch.full((n,), float(rank + 1), device=DEV)
+        torch.cuda._sleep(100_000_000)
+        t.mul_(2)
         dist.all_reduce(t)
-        close(t.cpu(), reduce_ref(ins, "sum"), f"cuda all_reduce n={n}")
-        flat = torch.empty(world * n, device=dev)
-        dist.all_gather_into_tensor(flat, ins[rank].to(dev))
-        close(flat.cpu(), torch.cat(ins), f"cuda all_gather_into_tensor n={n}")
-        t = ins[rank].to(dev)
-        w = dist.all_reduce(t, async_op=True)
-        v = w.get_future().wait()[0]
-        close(v.cpu(), reduce_ref(ins, "sum"), f"cuda all_reduce future n={n}")
+        t.add_(1)  # ordered after the result, on the same stream
+    side.synchronize()
+    close(t, torch.full((n,), world * (world + 1) + 1.0), "all_reduce after queued kernels")
+    # Out of place, with the result read through the future.
+    ins = [data(1400 + r, 1001, torch.float32) for r in range(world)]
+    w = dist.all_reduce(on(ins[rank]), async_op=True)
+    close(w.get_future().wait()[0], reduce_ref(ins, "sum"), "all_reduce future")
+    dist.barrier()
     dist.destroy_process_group()
     print("cuda collectives ok")
+
+
+def cuda_model(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                               torch.nn.Linear(256, 10)).to(DEV)
+
+
+def cuda_steps(net, rank, steps, opt):
+    g = torch.Generator().manual_seed(1000 + rank)
+    losses = []
+    for _ in range(steps):
+        x = torch.randn(64, 32, generator=g).to(DEV)
+        y = torch.randint(0, 10, (64,), generator=g).to(DEV)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def ddp_cuda():
+    """DDP on a CUDA model for 20 steps over ARGS[0] ("strata" or "nccl"); rank 0 saves
+    the parameters to ARGS[1]."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    backend, save = sys.argv[6], sys.argv[7]
+    if backend == "strata":
+        rank, world = init()
+    else:
+        rank, world = init(backend)
+    use_cuda(rank)
+    net = DDP(cuda_model(), device_ids=[DEV.index] if DEV.type == "cuda" else None)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    losses = cuda_steps(net, rank, 20, opt)
+    if rank == 0:
+        torch.save({k: v.cpu() for k, v in net.module.state_dict().items()}, save)
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"cuda ddp ok: {backend} loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+
+
+def hook_cuda():
+    """The compressing comm hook on CUDA gradients: residuals kept, every rank's
+    parameters the same bits, the loss finite."""
+    import strata.torch as st
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank, world = init()
+    use_cuda(rank)
+    net = DDP(cuda_model(), device_ids=[DEV.index] if DEV.type == "cuda" else None)
+    state = st.CompressionState("topk:0.01+int8", momentum=0.9)
+    net.register_comm_hook(state, st.compress_hook)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.0)
+    losses = cuda_steps(net, rank, 20, opt)
+    if not all(map(lambda v: v == v and abs(v) < 1e6, losses)):
+        raise AssertionError(f"losses {losses}")
+    if not state.state_dict()["residuals"]:
+        raise AssertionError("no residuals after 20 compressed steps")
+    for name, p in net.module.named_parameters():
+        theirs = p.detach().clone()
+        dist.broadcast(theirs, src=0)
+        if not torch.equal(theirs, p.detach()):
+            raise AssertionError(f"{name} differs from rank 0's")
+    sent = st.backend_of(device="cuda").traffic()["wan_bytes_sent"]
+    dist.destroy_process_group()
+    print(f"cuda hook ok: loss {losses[0]:.4f} -> {losses[-1]:.4f}, {sent} B sent across regions")
 
 
 def mismatch():
@@ -360,9 +458,8 @@ def _saved(obj):
     return b.getvalue()
 
 
-SCENARIOS = {f.__name__: f for f in (collectives, collectives_cuda, mismatch, killed, group_timeout, call_timeout,
-                                      init_methods,
-                                      hook_state)}
+SCENARIOS = {f.__name__: f for f in (collectives, collectives_cuda, ddp_cuda, hook_cuda, mismatch, killed, group_timeout,
+                                      call_timeout, init_methods, hook_state)}
 
 if __name__ == "__main__":
     if sys.argv[1] == "torchrun":  # torchrun passes no rank arguments
