@@ -3,11 +3,11 @@
 
 namespace strata::collectives {
 
-void dissemination_barrier(Context& ctx, const Group& g) {
+void dissemination_barrier(Context& ctx, const Group& g, Channel ch) {
   const int p = g.size();
   for (int d = 1; d < p; d <<= 1) {
-    const auto r = ctx.recv(g.rank(mod(g.me - d, p)), Channel::data, nullptr, 0);
-    const auto s = ctx.send(g.rank(mod(g.me + d, p)), Channel::data, nullptr, 0);
+    const auto r = ctx.recv(g.rank(mod(g.me - d, p)), ch, nullptr, 0);
+    const auto s = ctx.send(g.rank(mod(g.me + d, p)), ch, nullptr, 0);
     ctx.wait_all({r, s});
   }
 }

@@ -17,6 +17,7 @@
 #include "hierarchy/plan_cost.hpp"
 #include "quant/compressed_allreduce.hpp"
 #include "collectives/ps_protocol.hpp"
+#include "collectives/algorithms.hpp"
 #include "collectives/alltoall.hpp"
 #include "collectives/registry.hpp"
 #include "quant/compression.hpp"
@@ -519,6 +520,11 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
     if (size_ > 1) {
       ctx.wait_all({fp_send, fp_recv});
       params.guard(false);
+      // A broadcast's root and a reduce's leaves can finish on their own sends while a
+      // rank further on called something else: they finish only once every rank has
+      // passed its check, so that the mismatch fails them too, not their next call.
+      if (a.kind == CollectiveKind::broadcast || a.kind == CollectiveKind::reduce)
+        collectives::dissemination_barrier(ctx, world_, transport::Channel::confirm);
     }
   } catch (...) {
     // The fingerprint tells whether the previous rank ever reached this collective; a

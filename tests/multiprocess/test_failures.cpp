@@ -93,6 +93,14 @@ TEST_P(Failures, MismatchedOrder) {
   mismatch([&](Communicator& c) { ar(c); bc(c); }, [&](Communicator& c) { bc(c); ar(c); }, "collective mismatch");
 }
 
+// The root of a broadcast only sends, and its ring neighbour (rank 2) agrees with it; it
+// must still fail with the others, not return success and learn at its next call.
+TEST_P(Failures, MismatchedBroadcastFailsTheRootToo) {
+  mismatch([](Communicator& c) { auto b = buf(9); c.broadcast(b.data(), b.data(), 9, DataType::f32, 0).wait(); },
+           [](Communicator& c) { auto b = buf(8); c.broadcast(b.data(), b.data(), 8, DataType::f32, 0).wait(); },
+           R"(rank 1 called broadcast #0 \(f32 x 8, root 0\))");
+}
+
 TEST_P(Failures, RankThatNeverJoinsIsNamed) {
   const auto root = free_root_address();
   const auto t0 = std::chrono::steady_clock::now();
