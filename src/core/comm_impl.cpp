@@ -83,20 +83,17 @@ std::string algorithm_difference(const Fingerprint& mine, const Fingerprint& the
 CommImpl::CommImpl(const Setup& s)
     : rank_(s.rank),
       size_(s.size),
-      kind_(resolve_transport(s.options.transport)),
-      timeout_(resolve_timeout(s.options.timeout)),
-      chunk_bytes_(static_cast<std::size_t>(config::get(config::chunk_bytes))),
+      settings_(check_settings(s.options)),
+      kind_(settings_.transport),
+      timeout_(settings_.timeout),
+      chunk_bytes_(settings_.chunk_bytes),
       send_seq_(static_cast<std::size_t>(std::max(s.size, 0))),
       recv_seq_(static_cast<std::size_t>(std::max(s.size, 0))) {
   if (size_ < 1) throw InvalidArgument("communicator size " + std::to_string(size_) + " must be at least 1");
   if (rank_ < 0 || rank_ >= size_)
     throw InvalidArgument("rank " + std::to_string(rank_) + " is out of range for size " + std::to_string(size_));
   log::set_rank(rank_);
-  try {
-    default_compression_ = Compression::parse(config::get(config::compress));
-  } catch (const InvalidArgument& e) {
-    throw InvalidArgument(std::string("STRATA_COMPRESS: ") + e.what());
-  }
+  default_compression_ = settings_.compression;
   bootstrap(s, Clock::now() + timeout_);
   configure_spin();
   engine_ = std::make_shared<Engine>(*transport_, [this](const std::exception_ptr& e) { return on_error(e); });
@@ -134,8 +131,8 @@ void CommImpl::close_servers() {
 }
 
 void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
-  servers_ = configured_servers();
-  ensure_descriptors();
+  servers_ = settings_.servers;
+  if (settings_.refused.empty()) ensure_descriptors();
   try {
     std::shared_ptr<Store> inner = s.store;
     if (s.secret) {
@@ -151,12 +148,13 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     bootstrap::PrefixStore store(inner, s.key_prefix);
     if (!s.secret) secret_ = resolve_secret(store, rank_, s.store != nullptr, deadline);
     const WorldShape shape{rank_, size_, servers_};
-    const double heartbeat_s = config::get(config::heartbeat_s);
-    mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store),
-                                                     std::chrono::milliseconds(static_cast<long long>(heartbeat_s * 1000)),
+    mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store), settings_.heartbeat,
                                                      secret_);
     std::vector<std::string> controls;
-    auto all = exchange_localities(store, shape, deadline, timeout_, mesh_->address(), &controls);
+    std::vector<PublishedSettings> published;
+    auto all = exchange_localities(store, shape, deadline, timeout_, mesh_->address(), &controls,
+                                   {settings_.refused_text(), settings_.shared_text()}, &published);
+    refuse_disagreement(store, published, deadline);
     localities_.assign(all.begin(), all.begin() + size_);
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
@@ -183,6 +181,30 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     throw TransportError("communicator creation on rank " + std::to_string(rank_) + ": " + e.what() +
                          sys::limit_note(e.code()));
   }
+}
+
+void CommImpl::refuse_disagreement(bootstrap::Store& store, const std::vector<PublishedSettings>& published,
+                                   Clock::time_point deadline) {
+  std::vector<std::string> refused, shared;
+  for (int r = 0; r < size_; ++r) {
+    refused.push_back(published[static_cast<std::size_t>(r)].refused);
+    shared.push_back(published[static_cast<std::size_t>(r)].shared);
+  }
+  const std::string why = settings_verdict(refused, shared, rank_);
+  if (why.empty()) return;
+  // Every rank reads the same records and fails alike; the rank serving the store keeps
+  // it up until the others have read them (or a few seconds), so they fail with this
+  // reason rather than with a store that went away.
+  store.set("settings-read/" + std::to_string(rank_), "");
+  if (server_) {
+    std::vector<std::string> read;
+    for (int r = 0; r < size_; ++r) read.push_back("settings-read/" + std::to_string(r));
+    try {
+      store.get(read, std::min(deadline, Clock::now() + std::chrono::seconds(10)));
+    } catch (const TimeoutError&) {
+    }
+  }
+  throw InvalidArgument("communicator creation on rank " + std::to_string(rank_) + ": " + why);
 }
 
 void CommImpl::connect_mesh(const std::vector<std::string>& addresses, Clock::time_point deadline) {

@@ -19,6 +19,8 @@
 #include "core/engine.hpp"
 #include "core/fingerprint.hpp"
 #include "core/peer_health.hpp"
+#include "core/settings_check.hpp"
+#include "core/world_join.hpp"
 #include "hierarchy/plan.hpp"
 #include "quant/error_feedback.hpp"
 #include "strata/communicator.hpp"
@@ -120,10 +122,15 @@ class CommImpl {
   // A notice from this rank to every other over the control mesh.
   void tell_everyone(ErrorCode code, std::uint64_t seq, const std::string& text, std::vector<int> lost = {});
   void connect_mesh(const std::vector<std::string>& addresses, transport::Clock::time_point deadline);
+  // Fails creation, on every rank alike, when a rank refused its settings or the ranks'
+  // shared settings differ (core/settings_check.hpp).
+  void refuse_disagreement(bootstrap::Store& store, const std::vector<PublishedSettings>& published,
+                           transport::Clock::time_point deadline);
   void close_servers();  // tells the dedicated servers this worker is done
 
   int rank_;
   int size_;
+  SettingsCheck settings_;  // read once, before anything else: what the rest starts from
   int servers_ = 0;  // dedicated parameter servers, transport ranks size_ .. size_+servers_-1
   TransportKind kind_;
   std::chrono::milliseconds timeout_;

@@ -54,7 +54,8 @@ int configured_servers() {
 std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
                                           transport::Clock::time_point deadline,
                                           std::chrono::milliseconds timeout, const std::string& control,
-                                          std::vector<std::string>* controls) {
+                                          std::vector<std::string>* controls, const PublishedSettings& settings,
+                                          std::vector<PublishedSettings>* all_settings) {
   const Locality mine = bootstrap::local_locality();
   bootstrap::wire::RankRecord rec;
   rec.set_rank(w.me);
@@ -64,6 +65,8 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
   rec.set_rack(mine.rack);
   rec.set_pid(static_cast<int>(::getpid()));
   rec.set_control(control);
+  rec.set_refused(settings.refused);
+  rec.set_settings(settings.shared);
   store.set(record_key(w, w.me), rec.SerializeAsString());
   std::vector<std::string> keys;
   for (int t = 0; t < w.size(); ++t) keys.push_back(record_key(w, t));
@@ -82,6 +85,7 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
   }
   std::vector<Locality> out(static_cast<std::size_t>(w.size()));
   if (controls) controls->assign(static_cast<std::size_t>(w.size()), "");
+  if (all_settings) all_settings->assign(static_cast<std::size_t>(w.size()), {});
   for (int t = 0; t < w.size(); ++t) {
     bootstrap::wire::RankRecord other;
     if (!other.ParseFromString(records[static_cast<std::size_t>(t)]))
@@ -94,6 +98,7 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
     l.cluster = other.cluster();
     l.rack = other.rack();
     if (controls) (*controls)[static_cast<std::size_t>(t)] = other.control();
+    if (all_settings) (*all_settings)[static_cast<std::size_t>(t)] = {other.refused(), other.settings()};
     for (int q = 0; q < t; ++q)
       if (out[static_cast<std::size_t>(q)].host == l.host) ++l.local_rank;
   }

@@ -29,13 +29,23 @@ struct WorldShape {
 TransportKind resolve_transport(TransportKind k);       // automatic: STRATA_TRANSPORT
 std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds t);  // 0: STRATA_TIMEOUT_S
 
+// What a process says of its settings in its record (core/settings_check.hpp): what it
+// refuses, and the settings every rank must share. Empty for a process that checks none.
+struct PublishedSettings {
+  std::string refused;
+  std::string shared;
+};
+
 // Publishes this process's record and returns every process's locality, by transport
 // rank. A TimeoutError names the workers or servers that did not join. `control` is this
-// process's control-mesh address ("" for none); `controls` receives everyone's.
+// process's control-mesh address ("" for none); `controls` receives everyone's, and
+// `settings` everyone's PublishedSettings.
 std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
                                           transport::Clock::time_point deadline,
                                           std::chrono::milliseconds timeout, const std::string& control = "",
-                                          std::vector<std::string>* controls = nullptr);
+                                          std::vector<std::string>* controls = nullptr,
+                                          const PublishedSettings& mine = {},
+                                          std::vector<PublishedSettings>* settings = nullptr);
 
 // The transport to every process (routed over the WAN link for other regions when
 // STRATA_WAN_LINK allows), after everyone has connected; every connection proves it

@@ -1,0 +1,47 @@
+// Settings checked at creation on every rank, and agreed across ranks, before anything
+// waits on them. A rank whose settings are refused still publishes its record (saying
+// what it refuses) and then fails; the others read that in the same rendezvous and fail
+// with it, instead of waiting for a rank that already gave up. Settings that shape the
+// ranks' traffic must be alike everywhere: one that differs fails every rank, naming it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata/communicator.hpp"
+#include "strata/compression.hpp"
+
+namespace strata::detail {
+
+struct SettingsCheck {
+  std::vector<std::string> refused;  // "STRATA_HEARTBEAT_S=-5 is outside [0, 86400]"
+  // The settings every rank must share, as (variable, value written or default).
+  std::vector<std::pair<std::string, std::string>> shared;
+
+  // What this rank runs with; where a setting is refused, its default, so that creation
+  // gets as far as telling the others.
+  TransportKind transport = TransportKind::ucx;
+  std::chrono::milliseconds timeout{300000};
+  std::chrono::milliseconds heartbeat{10000};
+  std::size_t chunk_bytes = 1 << 20;
+  int servers = 0;
+  Compression compression;
+
+  // The two strings a rank publishes in its record.
+  std::string refused_text() const;
+  std::string shared_text() const;
+};
+
+// Reads every setting of the registry (base/settings.def) and the rules beyond its
+// ranges (a heartbeat period of 0 or at least 1 s, STRATA_COMPRESS that parses); never throws.
+SettingsCheck check_settings(const CommOptions& opts);
+
+// What every worker published (refused_text, shared_text by rank; empty for a rank that
+// published none): "" when all is well, else the reason creation fails on `me`, naming
+// the rank, the setting and the values.
+std::string settings_verdict(const std::vector<std::string>& refused, const std::vector<std::string>& shared, int me);
+
+}  // namespace strata::detail
