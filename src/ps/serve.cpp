@@ -4,6 +4,7 @@
 #include "bootstrap/tcp_store.hpp"
 #include "base/config.hpp"
 #include "base/log.hpp"
+#include "core/settings_check.hpp"
 #include "core/world_join.hpp"
 #include "ps/shard_server.hpp"
 #include "strata/errors.hpp"
@@ -27,7 +28,16 @@ ServerStats serve(const ServerOptions& o) {
   auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret);
   bootstrap::PrefixStore store(tcp_store, "strata/");
   const detail::WorldShape w{o.workers + o.index, o.workers, o.servers};
-  const auto localities = detail::exchange_localities(store, w, deadline, timeout);
+  std::vector<detail::PublishedSettings> published;
+  const auto localities = detail::exchange_localities(store, w, deadline, timeout, "", nullptr, {}, &published);
+  // The workers' checks of their settings (core/settings_check.hpp): a server fails with them.
+  std::vector<std::string> refused, shared;
+  for (int r = 0; r < o.workers; ++r) {
+    refused.push_back(published[static_cast<std::size_t>(r)].refused);
+    shared.push_back(published[static_cast<std::size_t>(r)].shared);
+  }
+  if (const auto why = detail::settings_verdict(refused, shared, -1); !why.empty())
+    throw InvalidArgument("dedicated server " + std::to_string(o.index) + ": " + why);
   auto t = detail::connect_world(store, kind, w, localities, deadline, secret);
   transport::set_spin(std::chrono::microseconds(config::get(config::spin_us)));
   log::info("dedicated server " + std::to_string(o.index) + " of " + std::to_string(o.servers) + " serving " +

@@ -87,35 +87,19 @@ INSTANTIATE_TEST_SUITE_P(Servers, ParamServer, ::testing::ValuesIn(params()), []
          std::to_string(info.param.servers) + "servers";
 });
 
-// Workers whose chunk sizes differ agree on every fingerprinted argument but push
-// differently cut streams; the servers notice, take the pushes anyway so nothing is left
-// half-read, and every worker gets a MismatchError with the servers' reason.
-TEST(ParamServerErrors, WorkersThatDisagreeAreRefusedWithAReason) {
+// Workers whose chunk sizes differ would push differently cut streams (the servers would
+// refuse them): creation refuses them first, on every worker and server, naming the setting.
+TEST(ParamServerErrors, WorkersThatDisagreeAreRefusedAtCreation) {
   const Param prm{TransportKind::tcp, 2, 2};
+  const auto t0 = std::chrono::steady_clock::now();
   const auto results = run_job(
-      prm,
-      [&](Communicator& comm) {
-        std::vector<float> v(50000, 1.0f);
-        CallOptions o;
-        o.algorithm = "param_server";
-        std::string msg;
-        try {
-          comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum, o).wait();
-        } catch (const MismatchError& e) {
-          msg = e.what();
-        }
-        require(msg.find("refused it") != std::string::npos, "no refusal: " + msg);
-        require(msg.find("chunks of") != std::string::npos, "no reason: " + msg);
-      },
-      false, [](int child) {
+      prm, [&](Communicator&) { throw std::runtime_error("creation passed"); }, false,
+      [](int child) {
         if (child == 1) ::setenv("STRATA_CHUNK_BYTES", "8192", 1);
       });
-  // Workers pass only if they saw the refusal; servers may end either way once the
-  // failed workers drop their links.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   for (const auto& r : results)
-    if (r.rank < prm.workers) {
-      EXPECT_EQ(r.exit_code, 0) << r.output;
-    }
+    EXPECT_NE(r.output.find("STRATA_CHUNK_BYTES differs between ranks: 4096 on "), std::string::npos) << r.output;
 }
 
 // A worker waiting for a server that never starts fails at creation, naming it.

@@ -137,7 +137,7 @@ TEST(Construction, BadRankAndSize) {
 TEST(Construction, UnknownTransportVariable) {
   ::setenv("STRATA_TRANSPORT", "carrier-pigeon", 1);
   EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }),
-            "STRATA_TRANSPORT='carrier-pigeon' is not one of ucx, tcp");
+            "communicator creation on rank 0: this rank refuses its settings: STRATA_TRANSPORT='carrier-pigeon' is not one of ucx, tcp");
   ::unsetenv("STRATA_TRANSPORT");
 }
 
@@ -155,15 +155,16 @@ TEST(Construction, FromEnvWithoutLauncher) {
   ::unsetenv("OMPI_COMM_WORLD_SIZE");
 }
 
+// Checked at creation with every other setting, and published to the other ranks first.
 TEST(Construction, SettingsOutsideTheirRangeAreNamed) {
   ::setenv("STRATA_CHUNK_BYTES", "100", 1);
   EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }),
-            "STRATA_CHUNK_BYTES=100 is outside [4096, 1073741824]");
+            "communicator creation on rank 0: this rank refuses its settings: STRATA_CHUNK_BYTES=100 is outside [4096, 1073741824]");
   ::setenv("STRATA_CHUNK_BYTES", "4k", 1);
-  EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }), "STRATA_CHUNK_BYTES='4k' is not an integer");
+  EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }), "communicator creation on rank 0: this rank refuses its settings: STRATA_CHUNK_BYTES='4k' is not an integer");
   ::unsetenv("STRATA_CHUNK_BYTES");
   ::setenv("STRATA_TIMEOUT_S", "0", 1);
-  EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }), "STRATA_TIMEOUT_S=0 is outside [0.001, 1000000000]");
+  EXPECT_EQ(invalid([] { Communicator(0, 1, test::free_root_address()); }), "communicator creation on rank 0: this rank refuses its settings: STRATA_TIMEOUT_S=0 is outside [0.001, 1000000000]");
   ::unsetenv("STRATA_TIMEOUT_S");
 }
 
