@@ -17,6 +17,7 @@ enum class ErrorCode : int {
   transport = 5,         // a connection failed or a message did not fit its receive buffer
   internal = 6,
   peer_lost = 7,         // a rank's process died or stopped answering; see PeerLostError
+  quorum_lost = 8,       // a shrink left too few ranks to go on; see QuorumLostError
 };
 
 const char* to_string(ErrorCode c);
@@ -63,6 +64,16 @@ class PeerLostError : public Error {
 
  private:
   std::vector<int> lost_;
+};
+// A shrink that would leave no more than half of the communicator's ranks: the ranks it
+// excludes may be alive on the other side of a partition, shrinking too, and two halves
+// going on would fork the job. Exactly half goes on only where the arbiter store
+// (CommOptions::arbiter, STRATA_ARBITER) names it the winner. This rank can rejoin the
+// side that went on through Communicator::join once the partition heals (README, "Fault
+// tolerance").
+class QuorumLostError : public Error {
+ public:
+  explicit QuorumLostError(const std::string& w) : Error(ErrorCode::quorum_lost, w) {}
 };
 
 }  // namespace strata

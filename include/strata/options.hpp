@@ -6,6 +6,7 @@
 #include <string>
 
 #include "strata/compression.hpp"
+#include "strata/store.hpp"
 
 namespace strata {
 
@@ -18,6 +19,11 @@ struct CommOptions {
   TransportKind transport = TransportKind::automatic;
   // Zero means STRATA_TIMEOUT_S. Applies to bootstrap and to every collective.
   std::chrono::milliseconds timeout{0};
+  // The tie-breaker of shrink(): a store outside every rank (strata-store, torch's) that
+  // names which half goes on when a shrink leaves exactly half of the ranks. Unset:
+  // STRATA_ARBITER (a strata-store's host:port), else none, and an even split stops both
+  // halves. Kept by the communicator and the ones shrunk from it.
+  std::shared_ptr<Store> arbiter;
 };
 
 struct CallOptions {

@@ -78,7 +78,8 @@ typedef enum STRATA_ENUM_INT {
   strataInternalError = 6,
   strataInProgress = 7,      /* strataTest, strataCommGetAsyncError: not finished yet */
   strataPeerLost = 8,        /* a rank died or stopped answering; strataCommGetLostRanks names it */
-  strataNumResults = 9
+  strataQuorumLost = 9,      /* strataCommShrink: too few ranks left to go on (a partition's minority) */
+  strataNumResults = 10
 } strataResult_t;
 
 typedef enum STRATA_ENUM_INT {
@@ -161,7 +162,9 @@ STRATA_API strataResult_t strataCommAbort(strataComm_t comm) STRATA_NOEXCEPT;
  * survivor then calls strataCommShrink with the same list (as ncclCommShrink) and gets a
  * communicator of the survivors, ranks renumbered densely in their old order, without a
  * new rendezvous; a survivor passing a different list gets strataMismatch, as do the
- * others. comm stays as it was: destroy it afterwards. */
+ * others. Only more than half of comm's ranks go on (exactly half where STRATA_ARBITER's
+ * store names them): the others get strataQuorumLost. comm stays as it was: destroy it
+ * afterwards. */
 STRATA_API strataResult_t strataCommShrink(strataComm_t comm, const int* excludeRanks, int excludeCount,
                                            strataComm_t* newcomm) STRATA_NOEXCEPT;
 /* Writes up to capacity lost ranks (ascending) to ranks and their number to *count,

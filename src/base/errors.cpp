@@ -14,6 +14,7 @@ const char* to_string(ErrorCode c) {
     case ErrorCode::transport: return "transport error";
     case ErrorCode::internal: return "internal error";
     case ErrorCode::peer_lost: return "peer lost";
+    case ErrorCode::quorum_lost: return "quorum lost";
   }
   return "unknown error";
 }

@@ -1,5 +1,9 @@
 #include "bootstrap/control_mesh.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <condition_variable>
@@ -8,6 +12,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -17,6 +22,7 @@
 #include "base/sys_errors.hpp"
 #include "bootstrap.pb.h"
 #include "bootstrap/auth_gate.hpp"
+#include "bootstrap/mesh_link.hpp"
 #include "bootstrap/store_protocol.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "strata/errors.hpp"
@@ -25,9 +31,24 @@ namespace strata::bootstrap {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
+using Message = wire::ControlMessage;
 
 namespace {
 
+// Without heartbeats, how long a broken connection may take to come back before its peer
+// is lost (a peer whose process is gone is found at once regardless).
+constexpr std::chrono::milliseconds kRedialWindow{10000};
+// How often the mesh looks at its peers: beats, idle beats, silences, broken connections.
+constexpr std::chrono::milliseconds kTickAtMost{250};
+// A dial or a probe that has not connected by then is tried again later.
+constexpr std::chrono::milliseconds kConnectTimeout{1000};
+// Attempts to reconnect (or probe) a broken peer: a few quick ones first, since a dying
+// process may still hold its port for a moment, then two a second.
+constexpr int kQuickAttempts = 10;
+constexpr std::chrono::milliseconds kQuickRetry{50}, kSlowRetry{500};
+// The handshake payload names the dialling rank; this bit marks a probe, which only asks
+// whether a process still listens here and is closed at once.
+constexpr std::uint32_t kProbeBit = 1u << 31;
 
 std::string seconds(std::chrono::milliseconds d) {
   char s[32];
@@ -35,14 +56,19 @@ std::string seconds(std::chrono::milliseconds d) {
   return s;
 }
 
+bool reliable(Message::Kind k) {
+  return k == Message::NOTICE || k == Message::PUT || k == Message::GOODBYE;
+}
+
 }  // namespace
 
 class ControlMesh::Impl {
  public:
-  Impl(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat, const JobSecret& secret)
+  Impl(int rank, int size, const std::string& bind_host, MeshTiming timing, const JobSecret& secret)
       : gate_("control mesh of rank " + std::to_string(rank), secret, auth::Channel::mesh, 4),
         accept_trouble_("control mesh on rank " + std::to_string(rank)), rank_(rank),
-        peers_(static_cast<std::size_t>(size)), heartbeat_(heartbeat) {
+        peers_(static_cast<std::size_t>(size)), timing_(timing),
+        window_(timing.heartbeat.count() > 0 ? timing.heartbeat : kRedialWindow) {
     boost::system::error_code ec;
     const auto addr = asio::ip::make_address(bind_host, ec);
     if (ec) throw TransportError("control mesh: cannot listen on '" + bind_host + "': not an IP address");
@@ -69,14 +95,13 @@ class ControlMesh::Impl {
     if (key.size() + value.size() + 64 > kMaxControlFrame)
       throw InvalidArgument("control mesh: the value of '" + key + "' is larger than a control frame");
     store(key, value);
-    wire::ControlMessage m;
-    m.set_kind(wire::ControlMessage::PUT);
-    m.set_key(key);
-    m.set_value(value);
-    auto frame = std::make_shared<std::string>(encode_frame(m));
-    asio::post(io_, [this, frame, to] {
+    auto m = std::make_shared<Message>();
+    m->set_kind(Message::PUT);
+    m->set_key(key);
+    m->set_value(value);
+    asio::post(io_, [this, m, to] {
       for (int r : to)
-        if (r != rank_ && r >= 0 && r < static_cast<int>(peers_.size())) send(r, *frame);
+        if (r != rank_ && r >= 0 && r < static_cast<int>(peers_.size())) send_reliable(r, *m);
     });
   }
 
@@ -109,6 +134,34 @@ class ControlMesh::Impl {
     return out;
   }
 
+  std::vector<int> confirm_dead(const std::vector<int>& ranks, std::chrono::milliseconds budget) {
+    struct Result {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::vector<int> dead;
+      std::size_t answered = 0;
+    };
+    auto res = std::make_shared<Result>();
+    std::size_t asked = 0;
+    for (int r : ranks) {
+      if (r < 0 || r >= static_cast<int>(peers_.size()) || r == rank_) continue;
+      ++asked;
+      asio::post(io_, [this, r, res] {
+        probe_port(r, [res, r](bool dead) {
+          std::lock_guard<std::mutex> lock(res->mu);
+          if (dead) res->dead.push_back(r);
+          ++res->answered;
+          res->cv.notify_all();
+        });
+      });
+    }
+    std::unique_lock<std::mutex> lock(res->mu);
+    res->cv.wait_for(lock, budget, [&] { return res->answered == asked; });
+    auto dead = res->dead;
+    std::sort(dead.begin(), dead.end());
+    return dead;
+  }
+
   void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events) {
     if (addresses.size() != peers_.size())
       throw InvalidArgument("control mesh: " + std::to_string(addresses.size()) + " addresses for " +
@@ -134,25 +187,24 @@ class ControlMesh::Impl {
       events_ = events;
       for (auto& e : early_) e();
       early_.clear();
-      if (heartbeat_.count() > 0) tick();
+      tick();
       started.set_value();
     });
     started.get_future().wait();
   }
 
   void broadcast(const ControlNotice& n) {
-    wire::ControlMessage m;
-    m.set_kind(wire::ControlMessage::NOTICE);
-    m.set_rank(n.from);
-    m.set_code(n.code);
-    m.set_seq(n.seq);
-    for (int r : n.lost) m.add_lost(r);
+    auto m = std::make_shared<Message>();
+    m->set_kind(Message::NOTICE);
+    m->set_rank(n.from);
+    m->set_code(n.code);
+    m->set_seq(n.seq);
+    for (int r : n.lost) m->add_lost(r);
     // Bounded so that the frame fits whatever limit a peer holds it to.
-    m.set_text(n.text.substr(0, kMaxControlFrame / 2));
-    auto frame = std::make_shared<std::string>(encode_frame(m));
-    asio::post(io_, [this, frame] {
+    m->set_text(n.text.substr(0, kMaxControlFrame / 2));
+    asio::post(io_, [this, m] {
       for (std::size_t r = 0; r < peers_.size(); ++r)
-        if (!peers_[r].gone) send(static_cast<int>(r), *frame);
+        if (static_cast<int>(r) != rank_ && !peers_[r].gone && !peers_[r].lost) send_reliable(static_cast<int>(r), *m);
     });
   }
 
@@ -162,11 +214,10 @@ class ControlMesh::Impl {
     auto future = drained->get_future();
     asio::post(io_, [this, drained] {
       leaving_ = true;
-      wire::ControlMessage m;
-      m.set_kind(wire::ControlMessage::GOODBYE);
-      const std::string frame = encode_frame(m);
+      Message m;
+      m.set_kind(Message::GOODBYE);
       for (std::size_t r = 0; r < peers_.size(); ++r)
-        if (!peers_[r].gone && !peers_[r].lost) send(static_cast<int>(r), frame);
+        if (static_cast<int>(r) != rank_ && !peers_[r].gone && !peers_[r].lost) send_reliable(static_cast<int>(r), m);
       on_drained_ = [drained] { drained->set_value(); };
       check_drained();
     });
@@ -182,13 +233,23 @@ class ControlMesh::Impl {
   };
   using ConnPtr = std::shared_ptr<Conn>;
   struct Peer {
-    ConnPtr conn;
-    bool gone = false;     // said goodbye
+    ConnPtr conn;            // the live connection, if any
+    bool gone = false;       // said goodbye
     bool lost = false;
-    bool watched = false;  // a ring neighbour whose beats we expect
-    Clock::time_point heard;
-    std::deque<std::string> out;
+    bool watched = false;    // a ring neighbour whose beats we expect
+    bool resumed = false;    // the peer's RESUME arrived on conn: reliable frames may flow
+    bool dialing = false;    // a redial (lower rank) or a probe (higher rank) is under way
+    int attempts = 0;        // since the connection broke
+    unsigned chain = 0;      // the current run of reconnection attempts
+    bool ack_due = false;
+    Clock::time_point heard;  // the last frame from it
+    Clock::time_point sent;   // the last frame to it
+    Clock::time_point beat;   // the last heartbeat to it
+    std::optional<Clock::time_point> broken;  // since when its connection is down
+    std::string broke_why;
+    std::deque<std::string> out;  // frames for conn, in order
     bool writing = false;
+    MeshLink link;
   };
 
   // Everything below runs on the mesh thread.
@@ -200,10 +261,16 @@ class ControlMesh::Impl {
     gate_.admit(sock, [this, c](const auth::Bytes& payload) {
       std::uint32_t claimed = 0;
       std::memcpy(&claimed, payload.data(), sizeof claimed);
-      if (claimed >= static_cast<std::uint32_t>(rank_) || peers_[claimed].conn) {
-        boost::system::error_code ec;
+      boost::system::error_code ec;
+      if (claimed & kProbeBit) {  // a peer asking whether this process still listens: it does
+        c->sock.close(ec);
+        return;
+      }
+      // A lower rank dials; a second connection from it replaces the first (it dialled
+      // again because its side of the first broke). A peer declared lost stays lost.
+      if (claimed >= static_cast<std::uint32_t>(rank_) || peers_[claimed].lost) {
         gate_.refuse(remote(*c), "it claims rank " + std::to_string(claimed) +
-                                     ", which is not a lower rank of this communicator still unconnected");
+                                     ", which is not a lower rank of this communicator still taking part");
         c->sock.close(ec);
         return;
       }
@@ -211,13 +278,55 @@ class ControlMesh::Impl {
     });
   }
 
-  void dial(int r) {
-    const auto [host, port] = split_host_port(addresses_[static_cast<std::size_t>(r)], "control address of rank " + std::to_string(r));
+  void tune(tcp::socket& s) {
     boost::system::error_code ec;
-    const tcp::endpoint ep(asio::ip::make_address(host, ec), port);
-    if (ec) return fail_connect("rank " + std::to_string(r) + " published a bad control address");
+    s.set_option(tcp::no_delay(true), ec);
+    const int fd = s.native_handle();
+    // Data not acknowledged for this long ends the connection (then it is dialled again),
+    // instead of TCP retrying for a quarter of an hour into a path that is gone.
+    const unsigned user_timeout = static_cast<unsigned>(std::max<long long>(window_.count() / 2, 1000));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+    if (timing_.keepalive.count() <= 0) return;
+    const int on = 1, idle = std::max(1, static_cast<int>(timing_.keepalive.count() / 1000)),
+              interval = std::max(1, idle / 3), count = 3;
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  }
+
+  std::optional<tcp::endpoint> endpoint_of(int r) {
+    const auto [host, port] =
+        split_host_port(addresses_[static_cast<std::size_t>(r)], "control address of rank " + std::to_string(r));
+    boost::system::error_code ec;
+    const auto addr = asio::ip::make_address(host, ec);
+    if (ec) return std::nullopt;
+    return tcp::endpoint(addr, port);
+  }
+
+  // Connects to rank r's control port, giving up after kConnectTimeout; done(ec) once.
+  void connect_to(int r, const ConnPtr& c, std::function<void(boost::system::error_code)> done) {
+    const auto ep = endpoint_of(r);
+    if (!ep) return done(asio::error::address_family_not_supported);
+    auto timer = std::make_shared<asio::steady_timer>(io_, kConnectTimeout);
+    auto fired = std::make_shared<bool>(false);
+    timer->async_wait([c, fired](boost::system::error_code e) {
+      if (e) return;
+      *fired = true;
+      boost::system::error_code ignored;
+      c->sock.close(ignored);
+    });
+    c->sock.async_connect(*ep, [timer, fired, done = std::move(done)](boost::system::error_code ec) {
+      timer->cancel();
+      done(*fired ? asio::error::timed_out : ec);
+    });
+  }
+
+  // The first connection to a higher rank, retried until the creation deadline.
+  void dial(int r) {
+    if (!endpoint_of(r)) return fail_connect("rank " + std::to_string(r) + " published a bad control address");
     auto c = std::make_shared<Conn>(tcp::socket(io_));
-    c->sock.async_connect(ep, [this, r, c](boost::system::error_code ec) {
+    connect_to(r, c, [this, r, c](boost::system::error_code ec) {
       if (ec) {
         if (Clock::now() >= dial_deadline_) return fail_connect("cannot reach rank " + std::to_string(r) + ": " + sys::describe(ec));
         auto retry = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
@@ -226,70 +335,148 @@ class ControlMesh::Impl {
         });
         return;
       }
-      c->sock.set_option(tcp::no_delay(true), ec);
-      const auto me = static_cast<std::uint32_t>(rank_);
-      auth::Bytes payload(sizeof me);
-      std::memcpy(payload.data(), &me, sizeof me);
-      gate_.dial(std::shared_ptr<tcp::socket>(c, &c->sock), std::move(payload), [this, r, c](const std::string& error) {
-        if (!error.empty()) return fail_connect("control connection to rank " + std::to_string(r) + ": " + error);
-        attach(r, c);
+      handshake(r, c, 0, [this, r](const std::string& error) {
+        fail_connect("control connection to rank " + std::to_string(r) + ": " + error);
       });
+    });
+  }
+
+  void handshake(int r, const ConnPtr& c, std::uint32_t flags, std::function<void(const std::string&)> failed) {
+    const std::uint32_t me = static_cast<std::uint32_t>(rank_) | flags;
+    auth::Bytes payload(sizeof me);
+    std::memcpy(payload.data(), &me, sizeof me);
+    gate_.dial(std::shared_ptr<tcp::socket>(c, &c->sock), std::move(payload),
+               [this, r, c, flags, failed = std::move(failed)](const std::string& error) {
+                 if (!error.empty()) return failed(error);
+                 if (flags & kProbeBit) return;  // the peer closes it
+                 attach(r, c);
+               });
+  }
+
+  // After the connection to a higher rank broke: dial again (at most one attempt at a
+  // time; the tick retries). A host that refuses has no process on that port any more.
+  void redial(int r) {
+    auto& p = peers_[static_cast<std::size_t>(r)];
+    if (p.dialing || p.conn || p.lost || p.gone || leaving_) return;
+    p.dialing = true;
+    auto c = std::make_shared<Conn>(tcp::socket(io_));
+    connect_to(r, c, [this, r, c](boost::system::error_code ec) {
+      auto& q = peers_[static_cast<std::size_t>(r)];
+      if (ec) {
+        q.dialing = false;
+        if (ec == asio::error::connection_refused) declare_dead(r);
+        return;
+      }
+      handshake(r, c, 0, [this, r](const std::string&) { peers_[static_cast<std::size_t>(r)].dialing = false; });
+    });
+  }
+
+  // After the connection from a lower rank broke, while it dials again: is its process
+  // still there?
+  void probe(int r) {
+    auto& p = peers_[static_cast<std::size_t>(r)];
+    if (p.dialing || p.conn || p.lost || p.gone || leaving_) return;
+    p.dialing = true;
+    probe_port(r, [this, r](bool dead) {
+      peers_[static_cast<std::size_t>(r)].dialing = false;
+      if (dead) declare_dead(r);
+    });
+  }
+
+  // done(true) when r's host refuses a connection to r's control port. An accepted one
+  // is ended by the job's handshake with the probe bit, so r does not log it as refused.
+  void probe_port(int r, std::function<void(bool)> done) {
+    auto c = std::make_shared<Conn>(tcp::socket(io_));
+    connect_to(r, c, [this, r, c, done = std::move(done)](boost::system::error_code ec) {
+      if (!ec) handshake(r, c, kProbeBit, [](const std::string&) {});
+      done(ec == asio::error::connection_refused);
     });
   }
 
   void attach(int r, const ConnPtr& c) {
     auto& p = peers_[static_cast<std::size_t>(r)];
+    if (p.conn && p.conn != c) close(p.conn);
+    const bool first = !p.resumed && !p.broken && p.heard == Clock::time_point{};
+    if (p.broken)
+      log::info("control mesh: rank " + std::to_string(r) + " is connected again after " +
+                seconds(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *p.broken)) + " (" +
+                p.broke_why + ")");
+    tune(c->sock);
     p.conn = c;
+    p.dialing = false;
+    p.attempts = 0;
+    p.resumed = false;
+    p.broken.reset();
+    p.out.clear();
+    p.writing = false;
     p.heard = Clock::now();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      connected_[static_cast<std::size_t>(r)] = true;
-      ++up_;
+    if (first) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        connected_[static_cast<std::size_t>(r)] = true;
+        ++up_;
+      }
+      cv_.notify_all();
     }
-    cv_.notify_all();
-    read_frame(c, [this, r](const wire::ControlMessage& m) { return on_frame(r, m); },
-               [this, r](const std::string& why) { on_closed(r, why); });
-    send(r, "");  // starts any frame queued before the connection existed
+    read_frame(c, [this, r, c](const Message& m) { return on_frame(r, c, m); },
+               [this, r, c](const std::string& why) { on_broken(r, c, why); });
+    Message resume;
+    resume.set_kind(Message::RESUME);
+    resume.set_ack(p.link.received());
+    send(r, encode_frame(resume));
   }
 
   // Reads frames until on_frame returns false or the connection ends (on_end).
   template <class OnFrame>
-  void read_frame(const ConnPtr& c, OnFrame on_frame, std::function<void(const std::string&)> on_end = {}) {
+  void read_frame(const ConnPtr& c, OnFrame on_frame, std::function<void(const std::string&)> on_end) {
     asio::async_read(c->sock, asio::buffer(c->header), [this, c, on_frame, on_end](boost::system::error_code ec, std::size_t) {
-      if (ec) return on_end ? on_end(sys::describe(ec)) : void();
+      if (ec) return on_end(sys::describe(ec));
       const std::uint32_t len = frame_length(c->header);
-      if (len > kMaxControlFrame) {
-        if (on_end) on_end("a frame claimed " + std::to_string(len) + " bytes, more than " + std::to_string(kMaxControlFrame));
-        return;
-      }
+      if (len > kMaxControlFrame)
+        return on_end("a frame claimed " + std::to_string(len) + " bytes, more than " + std::to_string(kMaxControlFrame));
       c->body.resize(len);
       asio::async_read(c->sock, asio::buffer(c->body), [this, c, on_frame, on_end](boost::system::error_code ec, std::size_t) {
-        if (ec) return on_end ? on_end(sys::describe(ec)) : void();
-        wire::ControlMessage m;
-        if (!m.ParseFromString(c->body)) {
-          if (on_end) on_end("a frame did not parse");
-          return;
-        }
+        if (ec) return on_end(sys::describe(ec));
+        Message m;
+        if (!m.ParseFromString(c->body)) return on_end("a frame did not parse");
         if (on_frame(m)) read_frame(c, on_frame, on_end);
       });
     });
   }
 
-  bool on_frame(int r, const wire::ControlMessage& m) {
+  bool on_frame(int r, const ConnPtr& c, const Message& m) {
     auto& p = peers_[static_cast<std::size_t>(r)];
-    if (p.lost) return false;  // declared lost: whatever it says now comes too late
+    if (p.conn != c) return false;  // replaced meanwhile
+    if (p.lost) return false;       // declared lost: whatever it says now comes too late
     p.heard = Clock::now();
+    if (reliable(m.kind())) {
+      switch (p.link.take(m.frame_seq())) {
+        case MeshLink::Take::duplicate: return true;  // sent again after a reconnection
+        case MeshLink::Take::gap:
+          on_broken(r, c, "a frame numbered " + std::to_string(m.frame_seq()) + " came after " +
+                              std::to_string(p.link.received()));
+          return false;
+        case MeshLink::Take::deliver: acknowledge(r); break;
+      }
+    }
     switch (m.kind()) {
-      case wire::ControlMessage::BEAT: return true;
-      case wire::ControlMessage::GOODBYE: p.gone = true; return true;
-      case wire::ControlMessage::PUT:
+      case Message::BEAT: return true;
+      case Message::ACK: p.link.acknowledged(m.ack()); return true;
+      case Message::RESUME:
+        // Everything the peer lacks goes again, before anything newer.
+        for (auto& f : p.link.resume(m.ack())) p.out.push_back(std::move(f));
+        p.resumed = true;
+        send(r, "");
+        return true;
+      case Message::GOODBYE: p.gone = true; return true;
+      case Message::PUT:
         if (!store(m.key(), m.value())) {
-          on_closed(r, "it put more into this rank's control table than the " +
-                           std::to_string(kMaxControlTable >> 20) + " MiB allowed");
+          declare_lost(r, "it put more into this rank's control table than the " +
+                              std::to_string(kMaxControlTable >> 20) + " MiB allowed");
           return false;
         }
         return true;
-      case wire::ControlMessage::NOTICE: {
+      case Message::NOTICE: {
         ControlNotice n;
         n.from = r;  // the connection says who sent it, whatever the frame claims
         n.code = m.code();
@@ -306,21 +493,69 @@ class ControlMesh::Impl {
         return true;
       }
       default:
-        on_closed(r, "it sent an unexpected control frame");
+        declare_lost(r, "it sent an unexpected control frame");
         return false;
     }
   }
 
-  void on_closed(int r, const std::string& why) {
+  // One acknowledgement for the reliable frames a read delivered together.
+  void acknowledge(int r) {
     auto& p = peers_[static_cast<std::size_t>(r)];
+    if (p.ack_due) return;
+    p.ack_due = true;
+    asio::post(io_, [this, r] {
+      auto& q = peers_[static_cast<std::size_t>(r)];
+      q.ack_due = false;
+      Message a;
+      a.set_kind(Message::ACK);
+      a.set_ack(q.link.received());
+      send(r, encode_frame(a));
+    });
+  }
+
+  // The connection to r ended, or stalled: not a death yet (class comment).
+  void on_broken(int r, const ConnPtr& c, const std::string& why) {
+    auto& p = peers_[static_cast<std::size_t>(r)];
+    if (p.conn != c) return;  // an old connection, already replaced
+    close(c);
+    p.conn.reset();
+    p.out.clear();
+    p.writing = false;
+    p.resumed = false;
     if (p.gone || p.lost || leaving_) return;
-    declare_lost(r, "its control connection ended without a goodbye (" + why + "): its process exited or was killed");
+    if (p.broken) return;  // a reconnection that failed: the attempts go on
+    p.broken = Clock::now();
+    p.broke_why = why;
+    log::info("control mesh: the connection with rank " + std::to_string(r) + " broke (" + why + "); " +
+              (r > rank_ ? "dialling it again" : "waiting for it to dial again"));
+    reconnect(r, ++p.chain);
+  }
+
+  // One attempt now (the lower rank dials, the higher probes), the next one scheduled,
+  // until the peer is connected again or lost (tick() judges the window).
+  void reconnect(int r, unsigned chain) {
+    auto& p = peers_[static_cast<std::size_t>(r)];
+    if (chain != p.chain || p.conn || p.lost || p.gone || leaving_ || !p.broken) return;
+    if (r > rank_) redial(r);
+    else probe(r);
+    const auto delay = p.attempts++ < kQuickAttempts ? kQuickRetry : kSlowRetry;
+    auto timer = std::make_shared<asio::steady_timer>(io_, delay);
+    timer->async_wait([this, r, chain, timer](boost::system::error_code ec) {
+      if (!ec) reconnect(r, chain);
+    });
+  }
+
+  void declare_dead(int r) {
+    declare_lost(r, "its control connection ended and its host refuses a new one: no process listens on its "
+                    "control port any more (it exited or was killed)");
   }
 
   void mark_lost(int r) {
     auto& p = peers_[static_cast<std::size_t>(r)];
     p.lost = true;
     p.watched = false;
+    if (p.conn) close(p.conn);
+    p.conn.reset();
     {
       std::lock_guard<std::mutex> lock(mu_);
       lost_[static_cast<std::size_t>(r)] = true;
@@ -343,6 +578,7 @@ class ControlMesh::Impl {
   }
 
   void declare_lost(int r, const std::string& why) {
+    if (peers_[static_cast<std::size_t>(r)].lost) return;
     mark_lost(r);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -361,50 +597,81 @@ class ControlMesh::Impl {
     else early_.push_back(std::move(f));
   }
 
-  // Heartbeats: beat to the live ring neighbours, and declare one lost after a period of
-  // silence. A neighbour newly watched (the one before it was lost) gets a full period.
+  // Heartbeats to the live ring neighbours, a beat on every connection idle for the
+  // keepalive period, silences and broken connections judged. A neighbour newly watched
+  // (the one before it was lost) gets a full period.
   void tick() {
     if (leaving_) return;
     const int n = static_cast<int>(peers_.size());
+    const auto hb = timing_.heartbeat;
     auto live = [&](int r) { return !peers_[static_cast<std::size_t>(r)].lost && !peers_[static_cast<std::size_t>(r)].gone; };
     int prev = -1, next = -1;
-    for (int k = 1; k < n && next < 0; ++k)
-      if (live((rank_ + k) % n)) next = (rank_ + k) % n;
-    for (int k = 1; k < n && prev < 0; ++k)
-      if (live((rank_ - k + n) % n)) prev = (rank_ - k + n) % n;
+    if (hb.count() > 0) {
+      for (int k = 1; k < n && next < 0; ++k)
+        if (live((rank_ + k) % n)) next = (rank_ + k) % n;
+      for (int k = 1; k < n && prev < 0; ++k)
+        if (live((rank_ - k + n) % n)) prev = (rank_ - k + n) % n;
+    }
     const auto now = Clock::now();
-    wire::ControlMessage beat;
-    beat.set_kind(wire::ControlMessage::BEAT);
+    Message beat;
+    beat.set_kind(Message::BEAT);
     const std::string frame = encode_frame(beat);
     for (int r = 0; r < n; ++r) {
-      if (r == rank_) continue;
       auto& p = peers_[static_cast<std::size_t>(r)];
+      if (r == rank_ || p.lost || p.gone) continue;
       const bool neighbour = r == prev || r == next;
-      if (neighbour) send(r, frame);
+      if (neighbour && now - p.beat >= hb / 4) {
+        send(r, frame);
+        p.beat = now;
+      } else if (timing_.keepalive.count() > 0 && p.conn && now - p.sent >= timing_.keepalive) {
+        send(r, frame);
+      }
       if (neighbour && !p.watched) p.heard = now;
       p.watched = neighbour;
       const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.heard);
-      if (p.watched && silent > heartbeat_)
-        declare_lost(r, "silent on the control mesh for " + seconds(silent) + " (STRATA_HEARTBEAT_S=" + seconds(heartbeat_) +
-                            "): its process is frozen, or its host or network is gone");
+      if (p.watched && silent > hb) {
+        declare_lost(r, "silent on the control mesh for " + seconds(silent) + " (STRATA_HEARTBEAT_S=" + seconds(hb) +
+                            "): its process is frozen, or its host or the network to it is gone");
+        continue;
+      }
+      if (p.watched && p.conn && silent > hb / 2)
+        on_broken(r, p.conn, "silent for " + seconds(silent) + ": the connection may have stalled");
+      if (p.broken) {
+        const auto down = std::chrono::duration_cast<std::chrono::milliseconds>(now - *p.broken);
+        if (down > window_)
+          declare_lost(r, "its control connection broke (" + p.broke_why + ") and could not be made again in " +
+                              seconds(down) + ": its host or the network to it is gone");
+      }
     }
-    tick_timer_.expires_after(heartbeat_ / 4);
+    const auto period = hb.count() > 0 ? std::min(hb / 4, kTickAtMost) : kTickAtMost;
+    tick_timer_.expires_after(period);
     tick_timer_.async_wait([this](boost::system::error_code ec) {
       if (!ec) tick();
     });
   }
 
-  void send(int r, const std::string& frame) {
+  void send_reliable(int r, Message m) {
     auto& p = peers_[static_cast<std::size_t>(r)];
-    if (!frame.empty()) p.out.push_back(frame);
+    m.set_frame_seq(p.link.next_seq());
+    std::string frame = encode_frame(m);
+    p.link.keep(frame);
+    // Until the peer's RESUME says where it stands, the frame waits among the kept ones.
+    if (p.conn && p.resumed) send(r, std::move(frame));
+  }
+
+  void send(int r, std::string frame) {
+    auto& p = peers_[static_cast<std::size_t>(r)];
+    if (!frame.empty() && p.conn) p.out.push_back(std::move(frame));
     if (!p.conn || p.writing || p.out.empty()) return check_drained();
     p.writing = true;
+    p.sent = Clock::now();
     auto c = p.conn;
     asio::async_write(c->sock, asio::buffer(p.out.front()), [this, r, c](boost::system::error_code ec, std::size_t) {
       auto& q = peers_[static_cast<std::size_t>(r)];
+      if (q.conn != c) return check_drained();  // this connection was replaced: its queue went with it
       q.writing = false;
       q.out.pop_front();
-      if (ec) q.out.clear();  // the read side reports the end
+      if (ec) return on_broken(r, c, sys::describe(ec));
       send(r, "");
     });
   }
@@ -418,6 +685,11 @@ class ControlMesh::Impl {
       if (p.conn) p.conn->sock.shutdown(tcp::socket::shutdown_send, ec);
     }
     std::exchange(on_drained_, nullptr)();
+  }
+
+  static void close(const ConnPtr& c) {
+    boost::system::error_code ec;
+    c->sock.close(ec);
   }
 
   void fail_connect(const std::string& why) {
@@ -445,7 +717,8 @@ class ControlMesh::Impl {
   sys::AcceptTrouble accept_trouble_;
   int rank_;
   std::vector<Peer> peers_;
-  std::chrono::milliseconds heartbeat_;
+  MeshTiming timing_;
+  std::chrono::milliseconds window_;  // how long a broken connection may take to come back
   std::vector<std::string> addresses_;
   Clock::time_point dial_deadline_;
   Events events_;
@@ -466,9 +739,8 @@ class ControlMesh::Impl {
   std::thread thread_;
 };
 
-ControlMesh::ControlMesh(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat,
-                         const JobSecret& secret)
-    : impl_(std::make_unique<Impl>(rank, size, bind_host, heartbeat, secret)) {}
+ControlMesh::ControlMesh(int rank, int size, const std::string& bind_host, MeshTiming timing, const JobSecret& secret)
+    : impl_(std::make_unique<Impl>(rank, size, bind_host, timing, secret)) {}
 ControlMesh::~ControlMesh() = default;
 std::string ControlMesh::address() const { return impl_->address(); }
 std::string ControlMesh::host() const { return impl_->host(); }
@@ -478,6 +750,9 @@ void ControlMesh::put(const std::string& key, const std::string& value, const st
 std::vector<std::string> ControlMesh::wait(const std::vector<std::string>& keys, Clock::time_point deadline,
                                            const std::vector<int>& needed) {
   return impl_->wait(keys, deadline, needed);
+}
+std::vector<int> ControlMesh::confirm_dead(const std::vector<int>& ranks, std::chrono::milliseconds budget) {
+  return impl_->confirm_dead(ranks, budget);
 }
 void ControlMesh::connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events) {
   impl_->connect(addresses, deadline, std::move(events));

@@ -2,16 +2,25 @@
 // apart from the transport that carries data and served by a thread of its own, as
 // NCCL's bootstrap network is. It answers what the data path cannot answer quickly:
 //
-//  - Is a peer's process still there? When a process dies the kernel closes its
-//    sockets, so its mesh connections end without the goodbye a closing communicator
-//    sends: every survivor sees that at once, whatever fabric carries the data (a UCX
-//    endpoint or a WAN stream that the link would keep redialling may say nothing).
+//  - Is a peer's process still there? A connection that ends is not taken for a death by
+//    itself: a middlebox that forgot an idle flow, or a reset by hand, ends connections of
+//    processes that live. The rank that dialled the pair dials again (the job's handshake
+//    again) and the other probes the peer's control port meanwhile; a host that refuses
+//    that connection has no process listening there any more (it exited or was killed),
+//    which is known within a round trip. A peer that cannot be reached again within the
+//    heartbeat period (10 s without heartbeats) is lost too.
 //  - Is it frozen? With a heartbeat period, each rank beats to its two ring neighbours
-//    four times a period and declares a neighbour that stays silent a whole period lost.
-//    Only neighbours beat, so the cost per rank does not grow with the job, across a WAN
-//    included.
+//    four times a period and declares a neighbour that stays silent a whole period lost;
+//    after half a period of silence it drops the connection and dials again, in case the
+//    connection rather than the peer stalled. Only neighbours beat, so the cost per rank
+//    does not grow with the job, across a WAN included.
 //  - Does everyone hear of a failure? A notice (a lost rank, a mismatch, a timeout) sent
-//    by one rank reaches every other directly, not only its ring neighbours.
+//    by one rank reaches every other directly, not only its ring neighbours; notices and
+//    key-value puts are numbered and resent after a reconnection (mesh_link.hpp), so a
+//    connection that broke under one loses nothing.
+//  - Keepalive: an idle connection gets the kernel's keepalive probes and, every
+//    STRATA_KEEPALIVE_S without traffic, a beat of the mesh's own, so that NAT tables and
+//    firewalls that track only data do not forget it.
 //
 // It outlives an aborted data transport, so survivors can still talk to each other: it
 // carries their rendezvous when they shrink (put/wait below), so no store is needed.
@@ -44,6 +53,12 @@ struct ControlNotice {
   std::string text;
 };
 
+// How often the mesh checks on peers; zero turns the check off.
+struct MeshTiming {
+  std::chrono::milliseconds heartbeat{0};  // STRATA_HEARTBEAT_S: the silence after which a neighbour is lost
+  std::chrono::milliseconds keepalive{0};  // STRATA_KEEPALIVE_S: the idle time after which a connection is probed
+};
+
 class ControlMesh {
  public:
   // Called on the mesh's thread; must not block for long.
@@ -52,10 +67,9 @@ class ControlMesh {
     std::function<void(const ControlNotice&)> notice;
   };
 
-  // Listens on bind_host at once; heartbeat 0 sends no beats. Connections in both
-  // directions prove they know `secret` before any frame is read.
-  ControlMesh(int rank, int size, const std::string& bind_host, std::chrono::milliseconds heartbeat,
-              const JobSecret& secret);
+  // Listens on bind_host at once. Connections in both directions prove they know
+  // `secret` before any frame is read.
+  ControlMesh(int rank, int size, const std::string& bind_host, MeshTiming timing, const JobSecret& secret);
   ~ControlMesh();  // goodbye(), then stops
   ControlMesh(const ControlMesh&) = delete;
   ControlMesh& operator=(const ControlMesh&) = delete;
@@ -75,6 +89,11 @@ class ControlMesh {
   void put(const std::string& key, const std::string& value, const std::vector<int>& to);
   std::vector<std::string> wait(const std::vector<std::string>& keys, Clock::time_point deadline,
                                 const std::vector<int>& needed);
+
+  // Which of `ranks` have no process any more: their host refuses a connection to their
+  // control port. A rank that cannot be reached at all within `budget` (a partition, a
+  // host down) is not among them: it may still be running. Any thread; blocks.
+  std::vector<int> confirm_dead(const std::vector<int>& ranks, std::chrono::milliseconds budget);
 
   // Tells every peer this rank is leaving, so its connections' end is not taken for a
   // death, and waits (at most a second) for that to be written. No event is delivered

@@ -63,6 +63,7 @@ strataResult_t translate(const std::exception_ptr& e, const char** what) noexcep
       case ErrorCode::transport: return strataTransportError;
       case ErrorCode::internal: return strataInternalError;
       case ErrorCode::peer_lost: return strataPeerLost;
+      case ErrorCode::quorum_lost: return strataQuorumLost;
       case ErrorCode::ok: break;  // an Error that claims success is itself a bug
     }
     return strataInternalError;
@@ -177,6 +178,7 @@ const char* strataGetErrorString(strataResult_t result) noexcept {
     case strataInternalError: return "internal error";
     case strataInProgress: return "operation in progress";
     case strataPeerLost: return "peer lost: a rank died or stopped answering";
+    case strataQuorumLost: return "quorum lost: too few ranks left to go on without risking two halves of a partition";
     default: return "unknown strata result code";
   }
 }

@@ -11,6 +11,7 @@
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
 #include "core/mesh_store.hpp"
+#include "core/quorum.hpp"
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
 #include "hierarchy/hierarchical.hpp"
@@ -34,6 +35,11 @@ namespace {
 // How long a collective that saw a connection fail waits for the control mesh to say
 // why: a dead peer's data links and control connection close at about the same moment.
 constexpr auto kExplainGrace = std::chrono::milliseconds(500);
+// A shrink whose quorum is in doubt asks the excluded ranks' hosts for their control
+// ports this long (a connection refused: the process is gone).
+constexpr auto kDeathProbe = std::chrono::milliseconds(1500);
+// Separates a shrink proposal's excluded ranks from the ones its rank found gone.
+constexpr std::string_view kDeadMark = " dead ";
 
 std::string message_of(const std::exception_ptr& e) {
   try {
@@ -94,6 +100,7 @@ CommImpl::CommImpl(const Setup& s)
     throw InvalidArgument("rank " + std::to_string(rank_) + " is out of range for size " + std::to_string(size_));
   log::set_rank(rank_);
   default_compression_ = settings_.compression;
+  arbiter_ = s.options.arbiter;
   bootstrap(s, Clock::now() + timeout_);
   configure_spin();
   engine_ = std::make_shared<Engine>(*transport_, [this](const std::exception_ptr& e) { return on_error(e); });
@@ -148,13 +155,16 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     bootstrap::PrefixStore store(inner, s.key_prefix);
     if (!s.secret) secret_ = resolve_secret(store, rank_, s.store != nullptr, deadline);
     const WorldShape shape{rank_, size_, servers_};
-    mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store), settings_.heartbeat,
+    mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store),
+                                                     bootstrap::MeshTiming{settings_.heartbeat, settings_.keepalive},
                                                      secret_);
-    std::vector<std::string> controls;
-    std::vector<PublishedSettings> published;
-    auto all = exchange_localities(store, shape, deadline, timeout_, mesh_->address(), &controls,
-                                   {settings_.refused_text(), settings_.shared_text()}, &published);
-    refuse_disagreement(store, published, deadline);
+    Published mine{mesh_->address(), {settings_.refused_text(), settings_.shared_text()}, ""};
+    if (rank_ == 0) mine.lineage = s.lineage.empty() ? bootstrap::JobSecret::random().hex().substr(0, 32) : s.lineage;
+    auto joined = exchange_localities(store, shape, deadline, timeout_, mine);
+    refuse_disagreement(store, joined.settings, deadline);
+    lineage_ = joined.lineage;
+    auto& all = joined.localities;
+    const auto& controls = joined.controls;
     localities_.assign(all.begin(), all.begin() + size_);
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
@@ -408,23 +418,32 @@ std::unique_ptr<CommImpl> CommImpl::shrink(std::span<const int> excluded_in, con
 
   // Every member proposes whom it excludes; a member that disagrees would build another
   // world, so all of them fail instead. Proposals go to every rank still connected, so
-  // that a member left out by another's list hears the disagreement too.
-  auto list = [](const std::vector<int>& v) {
-    std::string s = "{";
-    for (int r : v) s += (s.size() > 1 ? ", " : "") + std::to_string(r);
-    return s + "}";
-  };
-  const std::string mine = list(excluded);
+  // that a member left out by another's list hears the disagreement too. Where the
+  // members are no majority, each also says which excluded ranks it found gone for good
+  // (core/quorum.hpp); those every member found do not count.
+  const std::string mine = rank_list(excluded);
+  const bool in_doubt = 2 * members.size() <= static_cast<std::size_t>(size_);
+  const auto dead_here = in_doubt ? mesh_->confirm_dead(excluded, kDeathProbe) : std::vector<int>{};
   std::vector<int> everyone(static_cast<std::size_t>(size_));
   std::iota(everyone.begin(), everyone.end(), 0);
-  mesh_->put(prefix + "excluded/" + std::to_string(rank_), mine, everyone);
+  mesh_->put(prefix + "excluded/" + std::to_string(rank_), mine + std::string(kDeadMark) + rank_list(dead_here), everyone);
   std::vector<std::string> keys;
   for (int r : members) keys.push_back(prefix + "excluded/" + std::to_string(r));
   const auto theirs = mesh_->wait(keys, deadline, members);
-  for (std::size_t i = 0; i < members.size(); ++i)
-    if (theirs[i] != mine)
-      throw MismatchError(who + ": rank " + std::to_string(members[i]) + " excludes ranks " + theirs[i] +
+  std::vector<int> dead = dead_here;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const auto mark = theirs[i].find(kDeadMark);
+    const std::string list = theirs[i].substr(0, mark);
+    if (list != mine)
+      throw MismatchError(who + ": rank " + std::to_string(members[i]) + " excludes ranks " + list +
                           " but this rank excludes " + mine + "; every survivor must pass the same lost ranks");
+    const auto found = parse_rank_list(mark == std::string::npos ? "{}" : theirs[i].substr(mark + kDeadMark.size()));
+    std::erase_if(dead, [&](int d) { return std::find(found.begin(), found.end(), d) == found.end(); });
+  }
+  auto arbiter = opts.arbiter ? opts.arbiter : arbiter_;
+  if (!arbiter && in_doubt && !config::get(config::arbiter).empty())
+    arbiter = connect_store(config::get(config::arbiter), std::chrono::seconds(5));
+  require_quorum({who, size_, members, dead, rank_, arbiter.get(), "strata-arbiter/" + lineage_, deadline});
 
   Setup s;
   s.rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
@@ -432,7 +451,9 @@ std::unique_ptr<CommImpl> CommImpl::shrink(std::span<const int> excluded_in, con
   s.store = std::make_shared<MeshStore>(*mesh_, members);
   s.key_prefix = prefix;
   s.secret = secret_;
+  s.lineage = lineage_ + "/" + rank_list(members);
   s.options = opts;
+  s.options.arbiter = arbiter;
   if (s.options.transport == TransportKind::automatic) s.options.transport = kind_;
   if (s.options.timeout.count() == 0) s.options.timeout = timeout_;
   return std::make_unique<CommImpl>(s);

@@ -49,6 +49,7 @@ class CommImpl {
     std::string key_prefix;  // separates communicators sharing one store
     bool serve_root = false; // rank 0 starts the store server itself
     std::optional<bootstrap::JobSecret> secret;  // a UniqueId's, a shrunk parent's; else resolved
+    std::string lineage;     // a shrunk communicator's name for the arbiter; "": rank 0 draws one
     CommOptions options;
   };
   explicit CommImpl(const Setup& s);
@@ -151,6 +152,10 @@ class CommImpl {
   Compression default_compression_;      // STRATA_COMPRESS
   quant::ErrorFeedback feedback_;        // engine thread only
 
+  // Its name at the arbiter: random for a communicator made in a rendezvous, derived from
+  // its parent's for one shrunk from it, so that both halves of a split claim one key.
+  std::string lineage_;
+  std::shared_ptr<Store> arbiter_;  // CommOptions::arbiter at creation
   int shrinks_ = 0;      // how many shrinks of this communicator were started, to key each apart
   std::mutex issue_mu_;  // orders sequence numbers with queue order
   std::uint64_t next_seq_ = 0;

@@ -90,6 +90,8 @@ SettingsCheck check_settings(const CommOptions& opts) {
       c.refused.push_back(std::string("STRATA_COMPRESS: ") + e.what());
     }
   }
+  if (ok(config::Id::keepalive_s))
+    c.keepalive = std::chrono::milliseconds(static_cast<long long>(config::get(config::keepalive_s) * 1000));
   if (ok(config::Id::transport)) c.transport = resolve_transport(opts.transport);
   if (ok(config::Id::timeout_s)) c.timeout = resolve_timeout(opts.timeout);
   if (ok(config::Id::chunk_bytes)) c.chunk_bytes = static_cast<std::size_t>(config::get(config::chunk_bytes));

@@ -26,6 +26,7 @@ struct SettingsCheck {
   TransportKind transport = TransportKind::ucx;
   std::chrono::milliseconds timeout{300000};
   std::chrono::milliseconds heartbeat{10000};
+  std::chrono::milliseconds keepalive{15000};
   std::size_t chunk_bytes = 1 << 20;
   int servers = 0;
   Compression compression;

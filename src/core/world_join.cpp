@@ -51,11 +51,8 @@ int configured_servers() {
   return static_cast<int>(config::get(config::servers));
 }
 
-std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
-                                          transport::Clock::time_point deadline,
-                                          std::chrono::milliseconds timeout, const std::string& control,
-                                          std::vector<std::string>* controls, const PublishedSettings& settings,
-                                          std::vector<PublishedSettings>* all_settings) {
+Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transport::Clock::time_point deadline,
+                           std::chrono::milliseconds timeout, const Published& published) {
   const Locality mine = bootstrap::local_locality();
   bootstrap::wire::RankRecord rec;
   rec.set_rank(w.me);
@@ -64,9 +61,10 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
   rec.set_cluster(mine.cluster);
   rec.set_rack(mine.rack);
   rec.set_pid(static_cast<int>(::getpid()));
-  rec.set_control(control);
-  rec.set_refused(settings.refused);
-  rec.set_settings(settings.shared);
+  rec.set_control(published.control);
+  rec.set_refused(published.settings.refused);
+  rec.set_settings(published.settings.shared);
+  rec.set_lineage(published.lineage);
   store.set(record_key(w, w.me), rec.SerializeAsString());
   std::vector<std::string> keys;
   for (int t = 0; t < w.size(); ++t) keys.push_back(record_key(w, t));
@@ -83,9 +81,11 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
     throw TimeoutError("communicator creation on " + who + ": " + missing + " did not join within " +
                        std::to_string(timeout.count() / 1000.0) + " s (STRATA_TIMEOUT_S)");
   }
-  std::vector<Locality> out(static_cast<std::size_t>(w.size()));
-  if (controls) controls->assign(static_cast<std::size_t>(w.size()), "");
-  if (all_settings) all_settings->assign(static_cast<std::size_t>(w.size()), {});
+  Joined joined;
+  auto& out = joined.localities;
+  out.resize(static_cast<std::size_t>(w.size()));
+  joined.controls.resize(out.size());
+  joined.settings.resize(out.size());
   for (int t = 0; t < w.size(); ++t) {
     bootstrap::wire::RankRecord other;
     if (!other.ParseFromString(records[static_cast<std::size_t>(t)]))
@@ -97,12 +97,13 @@ std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldSh
     l.region = other.region();
     l.cluster = other.cluster();
     l.rack = other.rack();
-    if (controls) (*controls)[static_cast<std::size_t>(t)] = other.control();
-    if (all_settings) (*all_settings)[static_cast<std::size_t>(t)] = {other.refused(), other.settings()};
+    joined.controls[static_cast<std::size_t>(t)] = other.control();
+    joined.settings[static_cast<std::size_t>(t)] = {other.refused(), other.settings()};
+    if (t == 0) joined.lineage = other.lineage();
     for (int q = 0; q < t; ++q)
       if (out[static_cast<std::size_t>(q)].host == l.host) ++l.local_rank;
   }
-  return out;
+  return joined;
 }
 
 std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, TransportKind kind,

@@ -36,16 +36,25 @@ struct PublishedSettings {
   std::string shared;
 };
 
-// Publishes this process's record and returns every process's locality, by transport
-// rank. A TimeoutError names the workers or servers that did not join. `control` is this
-// process's control-mesh address ("" for none); `controls` receives everyone's, and
-// `settings` everyone's PublishedSettings.
-std::vector<Locality> exchange_localities(bootstrap::Store& store, const WorldShape& w,
-                                          transport::Clock::time_point deadline,
-                                          std::chrono::milliseconds timeout, const std::string& control = "",
-                                          std::vector<std::string>* controls = nullptr,
-                                          const PublishedSettings& mine = {},
-                                          std::vector<PublishedSettings>* settings = nullptr);
+// What a process publishes in its rendezvous record beside its locality.
+struct Published {
+  std::string control;         // its control mesh's address ("" for none)
+  PublishedSettings settings;
+  std::string lineage;         // rank 0: the communicator's name for the arbiter (random, or from its parent)
+};
+
+// Every process's record, by transport rank.
+struct Joined {
+  std::vector<Locality> localities;
+  std::vector<std::string> controls;
+  std::vector<PublishedSettings> settings;
+  std::string lineage;  // rank 0's
+};
+
+// Publishes this process's record and returns everyone's. A TimeoutError names the
+// workers or servers that did not join.
+Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transport::Clock::time_point deadline,
+                           std::chrono::milliseconds timeout, const Published& mine = {});
 
 // The transport to every process (routed over the WAN link for other regions when
 // STRATA_WAN_LINK allows), after everyone has connected; every connection proves it

@@ -28,13 +28,13 @@ ServerStats serve(const ServerOptions& o) {
   auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret);
   bootstrap::PrefixStore store(tcp_store, "strata/");
   const detail::WorldShape w{o.workers + o.index, o.workers, o.servers};
-  std::vector<detail::PublishedSettings> published;
-  const auto localities = detail::exchange_localities(store, w, deadline, timeout, "", nullptr, {}, &published);
+  const auto joined = detail::exchange_localities(store, w, deadline, timeout);
+  const auto& localities = joined.localities;
   // The workers' checks of their settings (core/settings_check.hpp): a server fails with them.
   std::vector<std::string> refused, shared;
   for (int r = 0; r < o.workers; ++r) {
-    refused.push_back(published[static_cast<std::size_t>(r)].refused);
-    shared.push_back(published[static_cast<std::size_t>(r)].shared);
+    refused.push_back(joined.settings[static_cast<std::size_t>(r)].refused);
+    shared.push_back(joined.settings[static_cast<std::size_t>(r)].shared);
   }
   if (const auto why = detail::settings_verdict(refused, shared, -1); !why.empty())
     throw InvalidArgument("dedicated server " + std::to_string(o.index) + ": " + why);

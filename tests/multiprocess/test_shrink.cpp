@@ -6,12 +6,15 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
+#include <unistd.h>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "fork_ranks.hpp"
+#include "store_process.hpp"
 #include "strata/strata.hpp"
 
 namespace strata::test {
@@ -77,6 +80,75 @@ TEST(PeerLossShrink, HealthyShrinkAndDisagreement) {
     EXPECT_NE(out.find(r == 2 ? "rank 0 excludes ranks {3} but this rank excludes {1, 3}" : "rank 2 excludes ranks {1, 3}"),
               std::string::npos) << out;
   }
+}
+
+// The probe of issue 34: a world of 5 loses rank 4; ranks 0 and 1 exclude {2, 3, 4} while
+// ranks 2 and 3 exclude {0, 1, 4}, as the two sides of a partition would. Without an
+// arbiter neither pair may go on (each is half of the ranks not known dead); with one,
+// exactly one pair does. Before, both got a working communicator and no error.
+void two_sided_shrink(bool with_arbiter) {
+  const auto root = free_root_address();
+  std::optional<StoreProcess> arbiter;
+  if (with_arbiter) arbiter.emplace();
+  auto rs = fork_ranks(5, 60s, [&](int r) {
+    CommOptions o = tcp(20s);
+    if (arbiter) o.arbiter = connect_store(arbiter->id());
+    Communicator comm(r, 5, root, o);
+    if (r == 4) ::_exit(0);  // dies without a goodbye
+    const auto t0 = Clock::now();
+    while (comm.lost_ranks() != std::vector<int>{4}) {
+      require(Clock::now() - t0 < 10s, "rank 4 was not found lost");
+      std::this_thread::sleep_for(10ms);
+    }
+    const std::vector<int> others = r < 2 ? std::vector<int>{2, 3, 4} : std::vector<int>{0, 1, 4};
+    try {
+      Communicator half = comm.shrink(others, o);
+      std::int64_t v = 1;
+      half.allreduce(&v, &v, 1, DataType::i64, ReduceOp::sum).wait();
+      std::printf("WENT ON with %d ranks, sum %lld\n", half.size(), static_cast<long long>(v));
+    } catch (const QuorumLostError& e) {
+      std::printf("QUORUM LOST %s\n", e.what());
+    }
+  });
+  ASSERT_EQ(failures(rs), "");
+  int went_on = 0;
+  for (int r = 0; r < 4; ++r) {
+    const auto& out = rs[static_cast<std::size_t>(r)].output;
+    if (out.find("WENT ON with 2 ranks, sum 2") != std::string::npos) {
+      ++went_on;
+      continue;
+    }
+    EXPECT_NE(out.find("QUORUM LOST shrink on rank " + std::to_string(r) + ": 2 of the 4 ranks not known dead take part"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find(with_arbiter ? "the arbiter gave the communicator to the other half" : "no arbiter"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find("can rejoin the ranks that went on"), std::string::npos) << out;
+  }
+  EXPECT_EQ(went_on, with_arbiter ? 2 : 0);
+  if (with_arbiter) {  // the pair that went on is one side, not a rank of each
+    EXPECT_EQ(rs[0].output.find("WENT ON") != std::string::npos, rs[1].output.find("WENT ON") != std::string::npos);
+  }
+}
+
+TEST(PeerLossShrink, TwoSidesOfAPartitionNeitherGoesOnWithoutAnArbiter) { two_sided_shrink(false); }
+TEST(PeerLossShrink, TwoSidesOfAPartitionOnlyOneGoesOnWithAnArbiter) { two_sided_shrink(true); }
+
+// A rank that is the only survivor of two goes on: its peer's process is known gone.
+TEST(PeerLossShrink, TheLastRankOfTwoGoesOnWhenThePeerIsKnownDead) {
+  const auto root = free_root_address();
+  auto rs = fork_ranks(2, 60s, [&](int r) {
+    Communicator comm(r, 2, root, tcp(20s));
+    if (r == 1) ::_exit(0);
+    const auto t0 = Clock::now();
+    while (comm.lost_ranks().empty()) {
+      require(Clock::now() - t0 < 10s, "rank 1 was not found lost");
+      std::this_thread::sleep_for(10ms);
+    }
+    const int one[] = {1};
+    Communicator alone = comm.shrink(one, tcp(20s));
+    require(alone.size() == 1, "the shrunk communicator has " + std::to_string(alone.size()) + " ranks");
+  });
+  EXPECT_EQ(rs[0].exit_code, 0) << rs[0].output;
 }
 
 // Ranks 0 and 2 disagree (count); ranks 1 and 3 agree with rank 0. Only ranks 2 and 3 see
