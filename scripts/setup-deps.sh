@@ -3,10 +3,11 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libboost-dev libboost-system-dev libprotobuf-dev
       protobuf-compiler libucx-dev ucx-utils libgtest-dev libgmock-dev libbenchmark-dev
-      libcli11-dev libssl-dev openssl libgloo-dev openmpi-bin libopenmpi-dev iperf3 iproute2 python3
+      libcli11-dev libssl-dev openssl libgloo-dev openmpi-bin libopenmpi-dev iperf3 iproute2 iptables python3
       clang libclang-rt-dev  # clang: the sanitizer builds and libFuzzer (scripts/test.sh)
       # openssl: the TLS tests make their certificate authorities with its command line
       nlohmann-json3-dev     # JSON in the tools (strata-perf --json, strata-plan --measured)
+      # iptables: partitions and idle-flow middleboxes between network namespaces (tests/support/netns.hpp)
       gdb                    # the stacks of a test rank that ran out of time (tests/support/fork_ranks.cpp)
       python3-venv)          # the Python environment of the PyTorch backend (scripts/python-env.sh)
 missing=()

@@ -1,8 +1,5 @@
 #include "bootstrap/control_mesh.hpp"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -18,6 +15,7 @@
 
 #include "base/accept_loop.hpp"
 #include "base/asio.hpp"
+#include "base/keepalive.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
 #include "bootstrap.pb.h"
@@ -46,9 +44,13 @@ constexpr std::chrono::milliseconds kConnectTimeout{1000};
 // process may still hold its port for a moment, then two a second.
 constexpr int kQuickAttempts = 10;
 constexpr std::chrono::milliseconds kQuickRetry{50}, kSlowRetry{500};
+// How long the higher rank of a broken pair waits for the lower to dial before nudging it.
+constexpr std::chrono::milliseconds kNudgeAfter{1000};
 // The handshake payload names the dialling rank; this bit marks a probe, which only asks
-// whether a process still listens here and is closed at once.
-constexpr std::uint32_t kProbeBit = 1u << 31;
+// whether a process still listens here and is closed at once, and with the nudge bit also
+// says that the prober's side of their connection broke: a middlebox that forgot a flow
+// may have reset one side only, and only the lower rank dials.
+constexpr std::uint32_t kProbeBit = 1u << 31, kNudgeBit = 1u << 30;
 
 std::string seconds(std::chrono::milliseconds d) {
   char s[32];
@@ -147,7 +149,7 @@ class ControlMesh::Impl {
       if (r < 0 || r >= static_cast<int>(peers_.size()) || r == rank_) continue;
       ++asked;
       asio::post(io_, [this, r, res] {
-        probe_port(r, [res, r](bool dead) {
+        probe_port(r, false, [res, r](bool dead) {
           std::lock_guard<std::mutex> lock(res->mu);
           if (dead) res->dead.push_back(r);
           ++res->answered;
@@ -264,6 +266,11 @@ class ControlMesh::Impl {
       boost::system::error_code ec;
       if (claimed & kProbeBit) {  // a peer asking whether this process still listens: it does
         c->sock.close(ec);
+        const auto from = static_cast<int>(claimed & ~(kProbeBit | kNudgeBit));
+        if ((claimed & kNudgeBit) && from > rank_ && from < static_cast<int>(peers_.size()) &&
+            peers_[static_cast<std::size_t>(from)].conn)
+          on_broken(from, peers_[static_cast<std::size_t>(from)].conn, "rank " + std::to_string(from) +
+                                                                          " found its side of the connection broken");
         return;
       }
       // A lower rank dials; a second connection from it replaces the first (it dialled
@@ -281,18 +288,8 @@ class ControlMesh::Impl {
   void tune(tcp::socket& s) {
     boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
-    const int fd = s.native_handle();
-    // Data not acknowledged for this long ends the connection (then it is dialled again),
-    // instead of TCP retrying for a quarter of an hour into a path that is gone.
-    const unsigned user_timeout = static_cast<unsigned>(std::max<long long>(window_.count() / 2, 1000));
-    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
-    if (timing_.keepalive.count() <= 0) return;
-    const int on = 1, idle = std::max(1, static_cast<int>(timing_.keepalive.count() / 1000)),
-              interval = std::max(1, idle / 3), count = 3;
-    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+    // Unacknowledged for half the window: broken, and dialled again within the window.
+    net::keep_alive(s.native_handle(), timing_.keepalive, std::max(window_ / 2, std::chrono::milliseconds(1000)));
   }
 
   std::optional<tcp::endpoint> endpoint_of(int r) {
@@ -377,18 +374,22 @@ class ControlMesh::Impl {
     auto& p = peers_[static_cast<std::size_t>(r)];
     if (p.dialing || p.conn || p.lost || p.gone || leaving_) return;
     p.dialing = true;
-    probe_port(r, [this, r](bool dead) {
+    // Only once the lower rank had time to notice itself: a nudge that crosses its redial
+    // would end the fresh connection.
+    const bool nudge = p.broken && Clock::now() - *p.broken >= kNudgeAfter;
+    probe_port(r, nudge, [this, r](bool dead) {
       peers_[static_cast<std::size_t>(r)].dialing = false;
       if (dead) declare_dead(r);
     });
   }
 
   // done(true) when r's host refuses a connection to r's control port. An accepted one
-  // is ended by the job's handshake with the probe bit, so r does not log it as refused.
-  void probe_port(int r, std::function<void(bool)> done) {
+  // is ended by the job's handshake with the probe bit, so r does not log it as refused;
+  // `nudge`: it also tells r to dial again.
+  void probe_port(int r, bool nudge, std::function<void(bool)> done) {
     auto c = std::make_shared<Conn>(tcp::socket(io_));
-    connect_to(r, c, [this, r, c, done = std::move(done)](boost::system::error_code ec) {
-      if (!ec) handshake(r, c, kProbeBit, [](const std::string&) {});
+    connect_to(r, c, [this, r, c, nudge, done = std::move(done)](boost::system::error_code ec) {
+      if (!ec) handshake(r, c, kProbeBit | (nudge ? kNudgeBit : 0), [](const std::string&) {});
       done(ec == asio::error::connection_refused);
     });
   }

@@ -13,6 +13,7 @@ WanOptions wan_options_from_config() {
   o.emulation = parse_emulation(config::get(config::wan_emulate));
   o.stripe_bytes = static_cast<std::size_t>(config::get(config::wan_stripe_bytes));
   o.socket_buffer = static_cast<int>(config::get(config::wan_socket_buffer));
+  o.keepalive = std::chrono::milliseconds(static_cast<std::int64_t>(config::get(config::keepalive_s) * 1000));
   const std::int64_t streams = config::get(config::wan_streams);
   const std::int64_t bdp = config::get(config::wan_bdp_bytes);
   if (streams > 0) {

@@ -20,6 +20,11 @@ struct WanOptions {
   int socket_buffer = 8 << 20;  // SO_SNDBUF / SO_RCVBUF
   std::size_t window = 64u << 20;  // unacknowledged bytes per stream (emulation may lower)
   std::chrono::milliseconds reconnect_for{std::chrono::seconds(60)};  // then the peer fails
+  // STRATA_KEEPALIVE_S: kernel keepalive on idle streams, so middleboxes keep their flows.
+  std::chrono::milliseconds keepalive{std::chrono::seconds(15)};
+  // A stream whose sent bytes stay unacknowledged this long is broken and redialled: a
+  // flow a middlebox forgot and now drops silently would otherwise stall for minutes.
+  std::chrono::milliseconds stall{std::chrono::seconds(5)};
   // Per peer: sends copied and completed at once, their bytes kept until acknowledged
   // (STRATA_WAN_SEND_BUFFER). A send that does not fit completes on its acknowledgement.
   std::size_t send_buffer = 32u << 20;

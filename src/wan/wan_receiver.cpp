@@ -4,6 +4,7 @@
 // delivered; messages are matched to receives in message-id order per peer.
 #include <cstring>
 
+#include "base/keepalive.hpp"
 #include "wan/crc32c.hpp"
 #include "wan/wan_transport.hpp"
 
@@ -22,6 +23,7 @@ void WanTransport::accept() {
   net_.accept([this](tcp::socket s) {
     boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
+    net::keep_alive(s.native_handle(), opt_.keepalive, opt_.stall);
     read_hello(std::make_shared<Socket>(std::move(s), tls_ ? &tls_->get() : nullptr));
   });
 }

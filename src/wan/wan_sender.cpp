@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/keepalive.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
@@ -152,6 +153,7 @@ void WanTransport::connect(int peer, int s) {
     if (sock != t.sock) return;
     if (ec) return break_outbound(peer, s, "cannot connect to " + net_.peer_address(peer) + ": " + sys::describe(ec));
     sock->lowest_layer().set_option(tcp::no_delay(true), ec);
+    net::keep_alive(sock->lowest_layer().native_handle(), opt_.keepalive, opt_.stall);
     const std::uint32_t h[2] = {static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(s)};
     bootstrap::auth::Bytes payload(sizeof h);
     std::memcpy(payload.data(), h, sizeof h);
@@ -231,7 +233,11 @@ void WanTransport::read_ack(int peer, int s) {
   asio::async_read(*sock, asio::buffer(st.ack_in), [this, peer, s, sock](boost::system::error_code ec, std::size_t) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
-    if (ec) return break_outbound(peer, s, "connection lost: " + ec.message());
+    if (ec) {
+      break_outbound(peer, s, "connection lost: " + ec.message());
+      if (ec == asio::error::timed_out) break_idle_outbound(peer);
+      return;
+    }
     const Reply r = read_reply(t.ack_in.data());
     const FrameHeader& h = r.h;
     if (r.kind == Reply::Kind::goodbye) {
@@ -283,7 +289,11 @@ void WanTransport::break_outbound(int peer, int s, const std::string& why) {
   if (st.sock) st.sock->close(ec);
   st.sock.reset();
   st.last_error = why;
-  if (st.connected) ++reconnects_;
+  if (st.connected) {
+    ++reconnects_;
+    log::info("WAN link: stream " + std::to_string(s) + " to rank " + std::to_string(peer) + " broke (" + why +
+              "); dialling it again");
+  }
   st.connected = false;
   st.writing = false;
   st.q.release([this](const ReqPtr& r, std::size_t) { retire(r); });  // closing the socket ended its write
@@ -300,6 +310,19 @@ void WanTransport::break_outbound(int peer, int s, const std::string& why) {
   st.retry_at = now + backoff;
   next_due_ = std::min(next_due_, st.retry_at);
   if (now - st.down_since > opt_.reconnect_for) fail_peer(peer, why);
+}
+
+// A stream whose bytes went unacknowledged for options().stall: the path forgot the flow
+// (a NAT or firewall that drops what it no longer knows, silently). The peer's other
+// streams idle as long were most likely forgotten too: dialled again now, each would
+// otherwise cost its own stall at its next send.
+void WanTransport::break_idle_outbound(int peer) {
+  auto& o = out_[static_cast<std::size_t>(peer)];
+  for (std::size_t s = 0; s < o.streams.size(); ++s) {
+    const auto& st = o.streams[s];
+    if (st.connected && !st.writing && st.q.empty())
+      break_outbound(peer, static_cast<int>(s), "another stream to the peer stalled: this idle one is dialled again too");
+  }
 }
 
 void WanTransport::settle_departure(int peer) {

@@ -227,6 +227,7 @@ class WanTransport : public transport::AsioTransport {
   // acknowledged, giving up on a peer whose streams break or who left.
   void drain_owned(std::chrono::milliseconds limit);
   void break_outbound(int peer, int s, const std::string& why);
+  void break_idle_outbound(int peer);
   void fail_peer(int peer, const std::string& why);
   // receiver
   void accept();
