@@ -12,7 +12,9 @@
 #include "bootstrap/store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "strata/communicator.hpp"
+#include "core/grow_places.hpp"
 #include "core/unique_id.hpp"
+#include "core/world_join.hpp"
 #include "strata/errors.hpp"
 
 namespace strata {
@@ -65,10 +67,18 @@ Communicator Communicator::grow(std::shared_ptr<Store> store, int new_size, cons
   if (mine[0] != -mine[1] || mine[2] != -mine[3])
     throw MismatchError(who + ": the ranks of this communicator called grow with different new sizes or generations "
                               "(this rank: " + std::to_string(new_size) + ", '" + generation + "')");
-  if (rank() == 0) gen_store->set("old_size", std::to_string(size()));
   CommOptions o = opts;
   if (o.transport == TransportKind::automatic) o.transport = transport();
   if (o.timeout.count() == 0) o.timeout = timeout();
+  // Every new place gets a live joiner first (core/grow_places.hpp), then all meet.
+  const auto deadline = Store::Clock::now() + o.timeout;
+  detail::GrowPlaces places(*gen_store, size(), new_size);
+  if (rank() == 0) {
+    gen_store->set("old_size", std::to_string(size()));
+    places.decide(deadline);
+  } else {
+    places.await(deadline);
+  }
   return Communicator(gen_store, rank(), new_size, o);
 }
 
@@ -76,15 +86,12 @@ Communicator Communicator::join(std::shared_ptr<Store> store, int rank, int new_
                                 const CommOptions& opts) {
   const std::string who = "join";
   auto gen_store = generation_store(std::move(store), generation, who.c_str());
-  if (rank < 0) {
-    const auto deadline = Store::Clock::now() + (opts.timeout.count() > 0 ? opts.timeout : std::chrono::minutes(5));
-    const std::int64_t ticket = gen_store->add("joiners", 1) - 1;
-    const int old_size = std::stoi(gen_store->get("old_size", deadline));
-    rank = old_size + static_cast<int>(ticket);
-    if (rank >= new_size)
-      throw InvalidArgument(who + ": joiner " + std::to_string(ticket) + " has no place: " + std::to_string(old_size) +
-                            " ranks grow to " + std::to_string(new_size));
-  }
+  const auto deadline = Store::Clock::now() + detail::resolve_timeout(opts.timeout);
+  const int old_size = std::stoi(gen_store->get("old_size", deadline));
+  if (old_size >= new_size)
+    throw InvalidArgument(who + ": " + std::to_string(old_size) + " ranks grow to " + std::to_string(new_size) +
+                          ": there is no new place");
+  rank = detail::GrowPlaces(*gen_store, old_size, new_size).join(rank, deadline);
   return Communicator(gen_store, rank, new_size, opts);
 }
 

@@ -4,7 +4,13 @@
 // rank compares its SHA-256), and the next allreduce over four ranks is exact.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <new>
+#include <thread>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -63,6 +69,63 @@ TEST(Grow, ThreeRanksGrowToFourAndTheJoinerGetsTheModel) {
   ASSERT_EQ(failures(rs), "");
   const auto digest = [](const std::string& out) { return out.substr(out.find("DIGEST "), 7 + 64); };
   for (const auto& r : rs) EXPECT_EQ(digest(r.output), digest(rs[0].output)) << r.output;
+}
+
+// A joiner that dies while the ranks gather is named within seconds and its place goes to
+// a replacement of the same generation. Before, everyone waited STRATA_TIMEOUT_S and the
+// replacement was told it had no place.
+TEST(Grow, AJoinerThatDiesIsReplacedInTheSameGeneration) {
+  const StoreProcess store;
+  const UniqueId& id = store.id();
+  struct Shared {
+    std::atomic<int> killed{0};
+  };
+  auto* sh = new (::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) Shared;
+  constexpr int kOld = 3, kNew = 5;
+  auto rs = fork_ranks(6, 90s, [&](int p) {
+    CommOptions o;
+    o.transport = TransportKind::tcp;
+    o.timeout = 30s;
+    auto store = connect_store(id);
+    if (p < kOld) {
+      Communicator old(store, p, kOld, o);
+      const auto t0 = std::chrono::steady_clock::now();
+      Communicator grown = old.grow(store, kNew, "grow-2", o);
+      const auto took = std::chrono::steady_clock::now() - t0;
+      std::int64_t v = grown.rank() + 1;
+      grown.allreduce(&v, &v, 1, DataType::i64, ReduceOp::sum).wait();
+      require(v == 15, "the grown allreduce gave " + std::to_string(v));
+      std::printf("GROWN in %lld ms\n", static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+      return;
+    }
+    if (p == 4) {  // claims a place, then dies without a word while it waits for the others
+      std::thread killer([&] {
+        auto own = connect_store(id);  // a store client is not shared between threads
+        while (own->add("grow/grow-2/place/3/claims/0", 0) == 0) std::this_thread::sleep_for(10ms);
+        std::this_thread::sleep_for(600ms);  // a beat or two first
+        sh->killed.store(1);
+        ::kill(::getpid(), SIGKILL);
+      });
+      Communicator::join(store, -1, kNew, "grow-2", o);
+      throw std::runtime_error("the joiner meant to die got a communicator");
+    }
+    // The other joiner and the replacement come once the first joiner is dead, so that it
+    // dies while the others gather.
+    while (sh->killed.load() == 0) std::this_thread::sleep_for(10ms);
+    Communicator grown = Communicator::join(store, -1, kNew, "grow-2", o);
+    std::int64_t v = grown.rank() + 1;
+    grown.allreduce(&v, &v, 1, DataType::i64, ReduceOp::sum).wait();
+    require(v == 15, "the grown allreduce gave " + std::to_string(v) + " on joiner rank " + std::to_string(grown.rank()));
+    std::printf("JOINED as rank %d\n", grown.rank());
+  });
+  EXPECT_EQ(rs[4].exit_code, -1) << "the joiner meant to die: " << rs[4].output;
+  for (int p : {0, 1, 2, 3, 5}) EXPECT_EQ(rs[static_cast<std::size_t>(p)].exit_code, 0) << "process " << p << ": " << rs[static_cast<std::size_t>(p)].output;
+  EXPECT_NE(rs[0].output.find("has shown no sign of life for 3."), std::string::npos) << rs[0].output;
+  EXPECT_NE(rs[5].output.find("JOINED as rank"), std::string::npos) << rs[5].output;
+  const auto at = rs[0].output.find("GROWN in ");
+  ASSERT_NE(at, std::string::npos) << rs[0].output;
+  EXPECT_LT(std::stoll(rs[0].output.substr(at + 9)), 15000) << "the others waited for the dead joiner";
+  ::munmap(sh, sizeof(Shared));
 }
 
 TEST(Grow, RanksThatDisagreeOnTheNewSizeFail) {
