@@ -462,6 +462,12 @@ class ControlMesh::Impl {
     }
     switch (m.kind()) {
       case Message::BEAT: return true;
+      case Message::PING: {
+        Message b;
+        b.set_kind(Message::BEAT);
+        send(r, encode_frame(b));
+        return true;
+      }
       case Message::ACK: p.link.acknowledged(m.ack()); return true;
       case Message::RESUME:
         // Everything the peer lacks goes again, before anything newer.
@@ -553,6 +559,10 @@ class ControlMesh::Impl {
 
   void mark_lost(int r) {
     auto& p = peers_[static_cast<std::size_t>(r)];
+    // One loss may be a partition's first sign: for two periods every peer is watched,
+    // not only the ring neighbours, so that all it hides are found, not one by one as
+    // their unwatched connections time out.
+    if (timing_.heartbeat.count() > 0) alert_until_ = std::max(alert_until_, Clock::now() + 2 * timing_.heartbeat);
     p.lost = true;
     p.watched = false;
     if (p.conn) close(p.conn);
@@ -614,21 +624,23 @@ class ControlMesh::Impl {
         if (live((rank_ - k + n) % n)) prev = (rank_ - k + n) % n;
     }
     const auto now = Clock::now();
-    Message beat;
+    const bool alert = now < alert_until_;
+    Message beat, ping;
     beat.set_kind(Message::BEAT);
-    const std::string frame = encode_frame(beat);
+    ping.set_kind(Message::PING);
+    const std::string frame = encode_frame(beat), ping_frame = encode_frame(ping);
     for (int r = 0; r < n; ++r) {
       auto& p = peers_[static_cast<std::size_t>(r)];
       if (r == rank_ || p.lost || p.gone) continue;
-      const bool neighbour = r == prev || r == next;
-      if (neighbour && now - p.beat >= hb / 4) {
-        send(r, frame);
+      const bool neighbour = r == prev || r == next, watch = neighbour || alert;
+      if (watch && now - p.beat >= hb / 4) {
+        send(r, neighbour ? frame : ping_frame);  // a neighbour beats back by itself
         p.beat = now;
       } else if (timing_.keepalive.count() > 0 && p.conn && now - p.sent >= timing_.keepalive) {
         send(r, frame);
       }
-      if (neighbour && !p.watched) p.heard = now;
-      p.watched = neighbour;
+      if (watch && !p.watched) p.heard = now;
+      p.watched = watch;
       const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.heard);
       if (p.watched && silent > hb) {
         declare_lost(r, "silent on the control mesh for " + seconds(silent) + " (STRATA_HEARTBEAT_S=" + seconds(hb) +
@@ -725,6 +737,7 @@ class ControlMesh::Impl {
   Events events_;
   std::vector<std::function<void()>> early_;  // events before connect() returned
   bool leaving_ = false;
+  Clock::time_point alert_until_;  // until then every peer is watched (mark_lost)
   std::function<void()> on_drained_;
   std::atomic<bool> said_goodbye_{false};
 

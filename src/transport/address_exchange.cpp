@@ -7,8 +7,10 @@ namespace strata::transport {
 std::string listen_host(bootstrap::Store& store) {
   const std::string configured = config::get(config::socket_ifaddr);
   if (!configured.empty()) return configured;
+  // A grown communicator's store is a prefix of a prefix (grow/<generation>/, then its
+  // own keys): the address is the store client's underneath them all.
   auto* s = &store;
-  if (auto* prefixed = dynamic_cast<bootstrap::PrefixStore*>(s)) s = prefixed->inner();
+  while (auto* prefixed = dynamic_cast<bootstrap::PrefixStore*>(s)) s = prefixed->inner();
   if (auto* knows = dynamic_cast<bootstrap::KnowsLocalAddress*>(s)) return knows->local_address();
   return "127.0.0.1";
 }
