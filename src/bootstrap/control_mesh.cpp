@@ -149,7 +149,7 @@ class ControlMesh::Impl {
       if (r < 0 || r >= static_cast<int>(peers_.size()) || r == rank_) continue;
       ++asked;
       asio::post(io_, [this, r, res] {
-        probe_port(r, false, [res, r](bool dead) {
+        probe_liveness(r, [res, r](bool dead) {
           std::lock_guard<std::mutex> lock(res->mu);
           if (dead) res->dead.push_back(r);
           ++res->answered;
@@ -164,7 +164,9 @@ class ControlMesh::Impl {
     return dead;
   }
 
-  void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events) {
+  void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events,
+               std::vector<std::string> livenesses) {
+    livenesses_ = std::move(livenesses);
     if (addresses.size() != peers_.size())
       throw InvalidArgument("control mesh: " + std::to_string(addresses.size()) + " addresses for " +
                             std::to_string(peers_.size()) + " ranks");
@@ -391,6 +393,28 @@ class ControlMesh::Impl {
     connect_to(r, c, [this, r, c, nudge, done = std::move(done)](boost::system::error_code ec) {
       if (!ec) handshake(r, c, kProbeBit | (nudge ? kNudgeBit : 0), [](const std::string&) {});
       done(ec == asio::error::connection_refused);
+    });
+  }
+
+  // done(true) when r's host refuses a connection to r's process liveness port; false
+  // when it accepts, cannot be reached, or r has none.
+  void probe_liveness(int r, std::function<void(bool)> done) {
+    if (static_cast<std::size_t>(r) >= livenesses_.size() || livenesses_[static_cast<std::size_t>(r)].empty())
+      return done(false);
+    const auto [host, port] = split_host_port(livenesses_[static_cast<std::size_t>(r)],
+                                              "liveness port of rank " + std::to_string(r));
+    boost::system::error_code ec;
+    const auto addr = asio::ip::make_address(host, ec);
+    if (ec) return done(false);
+    auto c = std::make_shared<Conn>(tcp::socket(io_));
+    auto timer = std::make_shared<asio::steady_timer>(io_, kConnectTimeout);
+    timer->async_wait([c](boost::system::error_code e) {
+      if (!e) close(c);
+    });
+    c->sock.async_connect(tcp::endpoint(addr, port), [c, timer, done = std::move(done)](boost::system::error_code e) {
+      timer->cancel();
+      close(c);
+      done(e == asio::error::connection_refused);
     });
   }
 
@@ -733,6 +757,7 @@ class ControlMesh::Impl {
   MeshTiming timing_;
   std::chrono::milliseconds window_;  // how long a broken connection may take to come back
   std::vector<std::string> addresses_;
+  std::vector<std::string> livenesses_;
   Clock::time_point dial_deadline_;
   Events events_;
   std::vector<std::function<void()>> early_;  // events before connect() returned
@@ -768,8 +793,9 @@ std::vector<std::string> ControlMesh::wait(const std::vector<std::string>& keys,
 std::vector<int> ControlMesh::confirm_dead(const std::vector<int>& ranks, std::chrono::milliseconds budget) {
   return impl_->confirm_dead(ranks, budget);
 }
-void ControlMesh::connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events) {
-  impl_->connect(addresses, deadline, std::move(events));
+void ControlMesh::connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events,
+                          std::vector<std::string> livenesses) {
+  impl_->connect(addresses, deadline, std::move(events), std::move(livenesses));
 }
 void ControlMesh::broadcast(const ControlNotice& n) { impl_->broadcast(n); }
 void ControlMesh::goodbye() { impl_->goodbye(); }

@@ -78,7 +78,9 @@ class ControlMesh {
   std::string host() const;     // the "ip" of it
   // Dials every higher rank, accepts the lower ones, and returns once all are connected.
   // TimeoutError names the ranks that were not. Events start only after this returns.
-  void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events);
+  // `livenesses`: each rank's process liveness port, for confirm_dead (empty: none known).
+  void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events,
+               std::vector<std::string> livenesses = {});
 
   // Any thread; returns at once. Goes to every peer still connected.
   void broadcast(const ControlNotice& n);
@@ -91,8 +93,9 @@ class ControlMesh {
                                 const std::vector<int>& needed);
 
   // Which of `ranks` have no process any more: their host refuses a connection to their
-  // control port. A rank that cannot be reached at all within `budget` (a partition, a
-  // host down) is not among them: it may still be running. Any thread; blocks.
+  // process's liveness port (a control port closes also when the process went on to a
+  // newer communicator). A rank that cannot be reached at all within `budget` (a
+  // partition, a host down) is not among them: it may still be running. Any thread; blocks.
   std::vector<int> confirm_dead(const std::vector<int>& ranks, std::chrono::milliseconds budget);
 
   // Tells every peer this rank is leaving, so its connections' end is not taken for a

@@ -9,12 +9,32 @@
 
 #include "bootstrap.pb.h"
 #include "base/accept_loop.hpp"
+#include "base/config.hpp"
+#include "base/keepalive.hpp"
 #include "bootstrap/auth_gate.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::bootstrap {
+
+namespace {
+
+// A store connection can sit idle for the whole job (a grow's store, an arbiter): the
+// kernel's keepalive keeps middleboxes from forgetting it and finds a peer gone, and a
+// request unanswered at the TCP level for 10 s fails instead of blocking for minutes
+// (a partition: the arbiter's caller must hear that it cannot be reached).
+void keep_alive(boost::asio::ip::tcp::socket& s) {
+  double idle_s = 15;
+  try {
+    idle_s = config::get(config::keepalive_s);
+  } catch (const InvalidArgument&) {  // refused, with a reason, where a communicator reads it
+  }
+  net::keep_alive(s.native_handle(), std::chrono::milliseconds(static_cast<long long>(idle_s * 1000)),
+                  std::chrono::seconds(10));
+}
+
+}  // namespace
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -154,6 +174,7 @@ class StoreServer::Impl {
       }
       full_logged_ = false;
       s.set_option(tcp::no_delay(true), ec);
+      keep_alive(s);
       // Nothing of a connection is read as a request before it proved it belongs to the
       // job: a stranger can neither read nor write a key.
       auto c = std::make_shared<Conn>(std::move(s), io_);
@@ -327,6 +348,7 @@ class TcpStore::Impl {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     sock_->set_option(tcp::no_delay(true));
+    keep_alive(*sock_);
     auth::Gate gate("rendezvous store client", secret, auth::Channel::store, 0);
     std::string error;
     gate.dial(sock_, {}, [&error](const std::string& e) { error = e.empty() ? "" : e; });

@@ -10,6 +10,7 @@
 #include "base/config.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
+#include "bootstrap/liveness_port.hpp"
 #include "core/mesh_store.hpp"
 #include "core/quorum.hpp"
 #include "core/world_join.hpp"
@@ -158,13 +159,15 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store),
                                                      bootstrap::MeshTiming{settings_.heartbeat, settings_.keepalive},
                                                      secret_);
-    Published mine{mesh_->address(), {settings_.refused_text(), settings_.shared_text()}, ""};
+    Published mine{mesh_->address(), {settings_.refused_text(), settings_.shared_text()}, "",
+                   bootstrap::liveness_address(mesh_->host())};
     if (rank_ == 0) mine.lineage = s.lineage.empty() ? bootstrap::JobSecret::random().hex().substr(0, 32) : s.lineage;
     auto joined = exchange_localities(store, shape, deadline, timeout_, mine);
     refuse_disagreement(store, joined.settings, deadline);
     lineage_ = joined.lineage;
     auto& all = joined.localities;
     const auto& controls = joined.controls;
+    livenesses_.assign(joined.livenesses.begin(), joined.livenesses.begin() + size_);
     localities_.assign(all.begin(), all.begin() + size_);
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
@@ -221,7 +224,7 @@ void CommImpl::connect_mesh(const std::vector<std::string>& addresses, Clock::ti
   bootstrap::ControlMesh::Events events;
   events.lost = [this](int r, const std::string& why) { on_peer_lost(r, why); };
   events.notice = [this](const bootstrap::ControlNotice& n) { on_notice(n); };
-  mesh_->connect(addresses, deadline, std::move(events));
+  mesh_->connect(addresses, deadline, std::move(events), livenesses_);
 }
 
 void CommImpl::ensure_descriptors() {

@@ -65,6 +65,7 @@ Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transpo
   rec.set_refused(published.settings.refused);
   rec.set_settings(published.settings.shared);
   rec.set_lineage(published.lineage);
+  rec.set_liveness(published.liveness);
   store.set(record_key(w, w.me), rec.SerializeAsString());
   std::vector<std::string> keys;
   for (int t = 0; t < w.size(); ++t) keys.push_back(record_key(w, t));
@@ -86,6 +87,7 @@ Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transpo
   out.resize(static_cast<std::size_t>(w.size()));
   joined.controls.resize(out.size());
   joined.settings.resize(out.size());
+  joined.livenesses.resize(out.size());
   for (int t = 0; t < w.size(); ++t) {
     bootstrap::wire::RankRecord other;
     if (!other.ParseFromString(records[static_cast<std::size_t>(t)]))
@@ -99,6 +101,7 @@ Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transpo
     l.rack = other.rack();
     joined.controls[static_cast<std::size_t>(t)] = other.control();
     joined.settings[static_cast<std::size_t>(t)] = {other.refused(), other.settings()};
+    joined.livenesses[static_cast<std::size_t>(t)] = other.liveness();
     if (t == 0) joined.lineage = other.lineage();
     for (int q = 0; q < t; ++q)
       if (out[static_cast<std::size_t>(q)].host == l.host) ++l.local_rank;

@@ -41,6 +41,7 @@ struct Published {
   std::string control;         // its control mesh's address ("" for none)
   PublishedSettings settings;
   std::string lineage;         // rank 0: the communicator's name for the arbiter (random, or from its parent)
+  std::string liveness;        // this process's liveness port ("" for none)
 };
 
 // Every process's record, by transport rank.
@@ -48,6 +49,7 @@ struct Joined {
   std::vector<Locality> localities;
   std::vector<std::string> controls;
   std::vector<PublishedSettings> settings;
+  std::vector<std::string> livenesses;
   std::string lineage;  // rank 0's
 };
 

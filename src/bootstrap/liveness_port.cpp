@@ -1,0 +1,85 @@
+#include "bootstrap/liveness_port.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "strata/errors.hpp"
+
+namespace strata::bootstrap {
+
+namespace {
+
+struct Port {
+  std::mutex mu;
+  pid_t pid = 0;  // the process the socket belongs to
+  int fd = -1;
+  std::string address;
+};
+
+Port& port() {
+  static Port p;
+  return p;
+}
+
+// A forked child must not answer for its parent (nor its parent for it): it closes the
+// socket it inherited and opens its own on first use.
+void forget_in_child() {
+  Port& p = port();
+  if (p.fd >= 0) ::close(p.fd);
+  p.fd = -1;
+  p.pid = 0;
+  p.address.clear();
+}
+
+}  // namespace
+
+std::string liveness_address(const std::string& host) {
+  static std::once_flag hooked;
+  std::call_once(hooked, [] { ::pthread_atfork(nullptr, nullptr, forget_in_child); });
+  Port& p = port();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (p.pid == ::getpid()) return p.address;
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    len = sizeof *v4;
+  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    len = sizeof *v6;
+  } else {
+    throw TransportError("liveness port: '" + host + "' is not an IP address");
+  }
+  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 64) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw TransportError("liveness port on " + host + ": " + why);
+  }
+  const unsigned short n = ntohs(ss.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
+  p.fd = fd;
+  p.pid = ::getpid();
+  p.address = (ss.ss_family == AF_INET6 ? "[" + host + "]" : host) + ":" + std::to_string(n);
+  // Connections are taken and closed at once, for the life of the process.
+  std::thread([fd] {
+    for (;;) {
+      const int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c >= 0) ::close(c);
+      else if (errno == EBADF || errno == EINVAL) return;  // closed: a forked child let it go
+    }
+  }).detach();
+  return p.address;
+}
+
+}  // namespace strata::bootstrap
