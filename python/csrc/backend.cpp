@@ -97,8 +97,11 @@ StrataBackend::StrataBackend(Communicator comm) : c10d::Backend(comm.rank(), com
 
 StrataBackend::~StrataBackend() = default;
 
-c10::intrusive_ptr<StrataBackend> StrataBackend::shrink(const std::vector<int>& lost) {
-  return guarded([&] { return c10::make_intrusive<StrataBackend>(comm_.shrink(lost)); });
+c10::intrusive_ptr<StrataBackend> StrataBackend::shrink(const std::vector<int>& lost,
+                                                         const c10::intrusive_ptr<c10d::Store>& arbiter) {
+  CommOptions o;
+  if (arbiter) o.arbiter = std::make_shared<TorchStore>(arbiter);
+  return guarded([&] { return c10::make_intrusive<StrataBackend>(comm_.shrink(lost, o)); });
 }
 
 std::string StrataBackend::share_state(const std::vector<at::Tensor>& tensors, int root, bool residuals) {

@@ -60,8 +60,9 @@ class StrataBackend : public c10d::Backend {
   void reset_residuals(const std::string& key);
   void restore_residuals(std::span<const std::byte> saved);
   Communicator& communicator() { return comm_; }
-  // The survivors' backend (Communicator::shrink); every survivor calls it.
-  c10::intrusive_ptr<StrataBackend> shrink(const std::vector<int>& lost);
+  // The survivors' backend (Communicator::shrink); every survivor calls it. `arbiter`
+  // (may be null): a store outside every rank that breaks an even split.
+  c10::intrusive_ptr<StrataBackend> shrink(const std::vector<int>& lost, const c10::intrusive_ptr<c10d::Store>& arbiter);
   // Communicator::share_state over CPU tensors (contiguous), in place.
   std::string share_state(const std::vector<at::Tensor>& tensors, int root, bool residuals);
 

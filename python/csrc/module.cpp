@@ -47,7 +47,8 @@ PYBIND11_MODULE(_C, m) {
                              py::arg("host") = l.host, py::arg("local_rank") = l.local_rank);
            })
       .def("lost_ranks", [](StrataBackend& b) { return b.communicator().lost_ranks(); })
-      .def("_shrink", &StrataBackend::shrink, py::arg("lost"), py::call_guard<py::gil_scoped_release>())
+      .def("_shrink", &StrataBackend::shrink, py::arg("lost"), py::arg("arbiter") = nullptr,
+           py::call_guard<py::gil_scoped_release>())
       .def("share_state", &StrataBackend::share_state, py::arg("tensors"), py::arg("root") = 0,
            py::arg("residuals") = false, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", [](StrataBackend& b) { return strata::to_string(b.communicator().transport()); })

@@ -30,13 +30,18 @@ def lost_ranks(group=None):
     return list(backend_of(group).lost_ranks())
 
 
-def shrink(lost=None, timeout=timedelta(minutes=5)):
+def shrink(lost=None, timeout=timedelta(minutes=5), arbiter=None):
     """Replaces the default process group by the survivors' (every survivor calls it with
     the same ranks, by default those the group found lost). Returns (rank, world_size) in
-    the new group: survivors keep their order and are renumbered densely."""
+    the new group: survivors keep their order and are renumbered densely.
+
+    Only more than half of the group's ranks go on (ranks whose process is known gone do
+    not count); exactly half only where `arbiter`, a torch Store outside every rank (the
+    launcher's TCPStore, say), names them first. The others get a DistBackendError saying
+    the quorum was lost: they may rejoin with reform() once the others are reachable."""
     old = backend_of()
     lost = sorted(lost if lost is not None else old.lost_ranks())
-    new = old._shrink(lost)
+    new = old._shrink(lost, arbiter)
     _adopt.append(new)
     dist.destroy_process_group()
     try:
