@@ -91,8 +91,7 @@ void shared_memory_reduce_scatter(Context& ctx, const Group& g, const void* send
 void shared_memory_allgather(Context& ctx, const Group& g, const void* send, void* recv,
                              std::size_t sendcount, DataType dt);
 
-// Dissemination barrier: ceil(log2 p) rounds of empty messages (on `ch`, so that it can
-// also close another collective: CommImpl's confirmation of a broadcast or reduce).
+// Dissemination barrier: ceil(log2 p) rounds of empty messages.
 void dissemination_barrier(Context& ctx, const Group& g, Channel ch = Channel::data);
 
 // Dedicated parameter servers (g.servers): every worker pushes the vector, split by

@@ -566,11 +566,11 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
     if (size_ > 1) {
       ctx.wait_all({fp_send, fp_recv});
       params.guard(false);
-      // A broadcast's root and a reduce's leaves can finish on their own sends while a
-      // rank further on called something else: they finish only once every rank has
-      // passed its check, so that the mismatch fails them too, not their next call.
-      if (a.kind == CollectiveKind::broadcast || a.kind == CollectiveKind::reduce)
-        collectives::dissemination_barrier(ctx, world_, transport::Channel::confirm);
+      // A broadcast's root can finish on its own sends while a rank further on called
+      // something else, and a reduce's root can fold in a partial sum of a rank that
+      // did: the root finishes only once every rank has passed its check (an empty
+      // message each), so the mismatch fails it too, not its next call.
+      if (a.kind == CollectiveKind::broadcast || a.kind == CollectiveKind::reduce) confirm_to_root(ctx, a.root);
     }
   } catch (...) {
     // The fingerprint tells whether the previous rank ever reached this collective; a
@@ -581,6 +581,17 @@ void CommImpl::run_collective(const Fingerprint& fp, const collectives::CollArgs
     if (!absent.empty()) symptom = with_absent(symptom, absent);
     std::rethrow_exception(settle(what + " on rank " + std::to_string(rank_), fp.seq, symptom, absent));
   }
+}
+
+void CommImpl::confirm_to_root(collectives::Context& ctx, int root) {
+  std::vector<transport::RequestPtr> reqs;
+  if (rank_ != root) {
+    reqs.push_back(ctx.send(root, transport::Channel::confirm, nullptr, 0));
+  } else {
+    for (int r = 0; r < size_; ++r)
+      if (r != root) reqs.push_back(ctx.recv(r, transport::Channel::confirm, nullptr, 0));
+  }
+  ctx.wait_all(reqs);
 }
 
 Compression CommImpl::compression_for(const CallOptions& o) const {

@@ -98,6 +98,8 @@ class CommImpl {
   void run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
                       std::chrono::milliseconds timeout, bool tunable = false);
   void check_usable() const;
+  // Every rank but the root tells the root it passed its check of the call; the root waits.
+  void confirm_to_root(collectives::Context& ctx, int root);
   void configure_spin();
   void plan_levels();  // topology file, then the hierarchical plan's groups if any
   // Probes the links (or reads the cache) and builds the selector; collective.

@@ -26,8 +26,8 @@ enum class Channel : std::uint8_t {
   // (collectives/shared_memory.cpp): taken for another algorithm's data, they would let
   // a rank read a slot its owner has not filled
   shared_memory = 7,
-  // the round that closes a broadcast or reduce once every rank has passed its
-  // fingerprint check (core/comm_impl.cpp)
+  // every rank's word to a broadcast's or reduce's root that it passed its fingerprint
+  // check (core/comm_impl.cpp)
   confirm = 8,
   stage0 = 16,      // first of kStageChannels: one per pipeline segment in flight
 };
