@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/accept_loop.hpp"
+#include "base/asio.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::bootstrap {
@@ -47,14 +49,19 @@ std::string liveness_address(const std::string& host) {
   Port& p = port();
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.pid == ::getpid()) return p.address;
+  boost::system::error_code ec;
+  const auto published = boost::asio::ip::make_address(host, ec);
+  if (ec) throw TransportError("liveness port: '" + host + "' is not an IP address");
+  // Like every listener of the job: the job's address, or all with STRATA_SOCKET_BIND_ANY.
+  const std::string bind = net::bind_address(published).to_string();
   sockaddr_storage ss{};
   socklen_t len = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+  if (::inet_pton(AF_INET, bind.c_str(), &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
     len = sizeof *v4;
-  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+  } else if (::inet_pton(AF_INET6, bind.c_str(), &v6->sin6_addr) == 1) {
     v6->sin6_family = AF_INET6;
     len = sizeof *v6;
   } else {
