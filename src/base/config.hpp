@@ -59,4 +59,11 @@ std::string text(Key<T> k);
 // "STRATA_TIMEOUT_S=300 (default) ..." one per line, for logs and --help.
 std::string dump();
 
+// One line for each STRATA_* variable in `environment` (NAME=VALUE entries) that no part
+// of strata reads: a renamed setting names its new name, a near miss the setting it
+// resembles. Such a variable is otherwise ignored without a word.
+std::vector<std::string> unknown_variables(const std::vector<std::string>& environment);
+// unknown_variables() of this process's environment.
+std::vector<std::string> unknown_variables();
+
 }  // namespace strata::config

@@ -1,8 +1,10 @@
 #include "core/settings_check.hpp"
 
 #include <map>
+#include <mutex>
 
 #include "base/config.hpp"
+#include "base/log.hpp"
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
 
@@ -61,6 +63,11 @@ std::string SettingsCheck::shared_text() const {
 }
 
 SettingsCheck check_settings(const CommOptions& opts) {
+  // A misspelt or renamed variable is otherwise ignored in silence; once per process.
+  static std::once_flag warned;
+  std::call_once(warned, [] {
+    for (const auto& line : config::unknown_variables()) log::warn(line);
+  });
   SettingsCheck c;
   const auto& all = config::registry();
   std::map<config::Id, bool> bad;

@@ -73,5 +73,25 @@ TEST(Settings, ASharedSettingThatDiffersFailsEveryRank) {
   EXPECT_NE(rs[0].output.find("65536 on rank 2; every rank must set it alike"), std::string::npos) << rs[0].output;
 }
 
+// A renamed or misspelt variable used to be ignored without a word.
+TEST(Settings, AVariableNothingReadsIsNamedAtCreation) {
+  const auto root = free_root_address();
+  auto rs = fork_ranks(1, 60s, [&](int) {
+    ::setenv("STRATA_SINGLE_COPY", "0", 1);
+    ::setenv("STRATA_HEARTBEAT", "2", 1);
+    CommOptions o;
+    o.transport = TransportKind::tcp;
+    Communicator comm(0, 1, root, o);
+    Communicator again(0, 1, free_root_address(), o);  // warned once per process, not per communicator
+  });
+  ASSERT_EQ(failures(rs), "");
+  const auto& out = rs[0].output;
+  EXPECT_NE(out.find("STRATA_SINGLE_COPY is set but strata reads no such variable: it was renamed STRATA_SHARED_MEMORY"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("STRATA_HEARTBEAT is set but strata reads no such variable; did you mean STRATA_HEARTBEAT_S?"),
+            std::string::npos) << out;
+  EXPECT_EQ(out.find("STRATA_HEARTBEAT is set"), out.rfind("STRATA_HEARTBEAT is set")) << out;
+}
+
 }  // namespace
 }  // namespace strata::test
