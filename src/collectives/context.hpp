@@ -121,6 +121,7 @@ class Context {
   int my_rank() const { return p_.transport->rank(); }
   const Chooser& chooser() const;
   std::uint64_t seq() const { return p_.seq; }
+  Clock::time_point deadline() const { return p_.deadline; }
   // This call's stamp (see Params), and the check of one a peer (transport rank) sent:
   // throws MismatchError naming both calls when they differ.
   const std::string& stamp() const { return p_.stamp; }

@@ -1,5 +1,11 @@
-// The communicator's state: bootstrap, transport, engine, sequence numbers, and the
-// first fatal error (after which every call fails fast instead of hanging).
+// The communicator: what it was built with and the rooms that do its jobs.
+//   creation (rendezvous, mesh, transport, plan, selector) comm_bootstrap.cpp
+//   issuing calls in order and handing them to the engine   comm_impl.cpp
+//   settling and running one collective call                call_plan.hpp, call_router.hpp
+//   the online tuner's agreement across ranks               tuning_protocol.hpp
+//   failures: explained, told, fail fast after              failure_settlement.hpp
+//   shrink                                                  shrink.cpp
+//   grow, join and share_state                              membership.cpp
 #pragma once
 
 #include <atomic>
@@ -16,9 +22,10 @@
 #include "bootstrap/tcp_store.hpp"
 #include "collectives/context.hpp"
 #include "collectives/dispatch.hpp"
+#include "core/call_router.hpp"
 #include "core/engine.hpp"
+#include "core/failure_settlement.hpp"
 #include "core/fingerprint.hpp"
-#include "core/peer_health.hpp"
 #include "core/settings_check.hpp"
 #include "core/world_join.hpp"
 #include "hierarchy/plan.hpp"
@@ -32,12 +39,6 @@
 #include "transport/transport.hpp"
 
 namespace strata::detail {
-
-// A reading of this process's monotonic clock in seconds: the online tuner's stamps, which
-// rank 0 compares across ranks (one clock on one host).
-inline double clock_seconds(transport::Clock::time_point t) {
-  return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
 
 class CommImpl {
  public:
@@ -68,7 +69,7 @@ class CommImpl {
                       const CallOptions& o);
   void abort(const std::string& why);
   // Ranks known lost (by this rank's control mesh or another's), ascending.
-  std::vector<int> lost_ranks() const { return health_.lost(); }
+  std::vector<int> lost_ranks() const { return failures_.lost(); }
   // The communicator of every rank but `excluded`, met over this one's control mesh;
   // see Communicator::shrink.
   std::unique_ptr<CommImpl> shrink(std::span<const int> excluded, const CommOptions& opts);
@@ -94,12 +95,9 @@ class CommImpl {
 
  private:
   void bootstrap(const Setup& s, transport::Clock::time_point deadline);
-  // tunable: the call named no algorithm, so the online tuner may pick it.
-  void run_collective(const Fingerprint& fp, const collectives::CollArgs& a,
-                      std::chrono::milliseconds timeout, bool tunable = false);
-  void check_usable() const;
-  // Every rank but the root tells the root it passed its check of the call; the root waits.
-  void confirm_to_root(collectives::Context& ctx, int root);
+  // Runs call `seq` through the router; what fails is settled here.
+  void run_collective(std::uint64_t seq, const collectives::CollArgs& a, std::chrono::milliseconds timeout);
+  void check_usable() const { failures_.check_usable(); }
   void configure_spin();
   void plan_levels();  // topology file, then the hierarchical plan's groups if any
   // Probes the links (or reads the cache) and builds the selector; collective.
@@ -108,22 +106,6 @@ class CommImpl {
   void ensure_descriptors();
   void build_selector(bootstrap::Store& store, transport::Clock::time_point deadline);
   std::exception_ptr on_error(const std::exception_ptr& e);
-  // The control mesh's news, on its thread.
-  void on_peer_lost(int rank, const std::string& why);
-  void on_notice(const bootstrap::ControlNotice& n);
-  // The error an operation fails with, once: explained by what the mesh knows, recorded
-  // as the communicator's failure, passed on to every rank if it is news from here, and
-  // the transport stopped. `what` names the operation ("" when the symptom does).
-  std::exception_ptr settle(const std::string& what, std::uint64_t seq, const std::exception_ptr& symptom,
-                            const std::string& hint = "");
-  void fail_all(const std::string& why);  // marks the communicator failed, stops the transport
-  // Each candidate's time (topology::Tuner::judge) from every rank's timings of the
-  // size's exploration (Tuner::offer), judged on rank 0, which answers everyone: all
-  // ranks return the same bits.
-  std::vector<double> agree_on_times(std::uint64_t seq, CollectiveKind kind, std::uint64_t bytes,
-                                     const std::vector<double>& mine, transport::Clock::time_point deadline);
-  // A notice from this rank to every other over the control mesh.
-  void tell_everyone(ErrorCode code, std::uint64_t seq, const std::string& text, std::vector<int> lost = {});
   void connect_mesh(const std::vector<std::string>& addresses, transport::Clock::time_point deadline);
   // Fails creation, on every rank alike, when a rank refused its settings or the ranks'
   // shared settings differ (core/settings_check.hpp).
@@ -142,7 +124,7 @@ class CommImpl {
   bootstrap::JobSecret secret_;  // every connection of this communicator proves it knows it
   std::vector<Locality> localities_;
   std::unique_ptr<transport::Transport> transport_;
-  PeerHealth health_{rank_};
+  FailureSettlement failures_{rank_};  // attached to the mesh and transport once both exist
   std::unique_ptr<bootstrap::ControlMesh> mesh_;  // before the transport is destroyed, stopped
   collectives::Scratch scratch_;
   std::optional<hierarchy::Plan> plan_;  // none: flat algorithms only
@@ -153,6 +135,7 @@ class CommImpl {
   collectives::Group world_;
   Compression default_compression_;      // STRATA_COMPRESS
   quant::ErrorFeedback feedback_;        // engine thread only
+  std::unique_ptr<CallRouter> router_;   // runs every collective call (engine thread)
 
   // Its name at the arbiter: random for a communicator made in a rendezvous, derived from
   // its parent's for one shrunk from it, so that both halves of a split claim one key.
@@ -164,10 +147,6 @@ class CommImpl {
   std::uint64_t next_seq_ = 0;
   std::vector<std::uint64_t> send_seq_, recv_seq_;
 
-  mutable std::mutex fail_mu_;
-  std::atomic<bool> failed_{false};
-  std::string failure_;
-  std::exception_ptr settled_;  // engine thread: the last error settle() returned
 
   std::shared_ptr<Engine> engine_;  // last: stopped first; Work handles hold weak refs
 };

@@ -2,6 +2,20 @@
 
 namespace strata::hierarchy {
 
+bool plan_runs(const Plan& plan, CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::allreduce:
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::allgather:
+    case CollectiveKind::broadcast:
+      return true;
+    case CollectiveKind::barrier:
+      return plan.kind == Plan::Kind::split_rail;
+    default:
+      return false;
+  }
+}
+
 bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
                       quant::ErrorFeedback* feedback) {
   const bool split = plan.kind == Plan::Kind::split_rail;

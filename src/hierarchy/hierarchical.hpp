@@ -9,6 +9,9 @@
 
 namespace strata::hierarchy {
 
+// Whether the plan runs this kind of collective; the others run flat.
+bool plan_runs(const Plan& plan, CollectiveKind kind);
+
 // Returns false, doing nothing, for collectives the plan leaves to the flat algorithms.
 // A lossy a.compression (allreduce, f32) compresses the stage that crosses regions;
 // `feedback` keeps the residuals of the shards this rank sends there.

@@ -1,0 +1,207 @@
+// Creating a communicator: the rendezvous (secret, localities, settings agreed), the
+// control mesh, the transport, the hierarchical plan, the probed figures and the selector,
+// and the router that runs calls with them.
+#include <algorithm>
+
+#include <boost/system/system_error.hpp>
+
+#include "base/config.hpp"
+#include "base/log.hpp"
+#include "base/sys_errors.hpp"
+#include "bootstrap/liveness_port.hpp"
+#include "core/comm_impl.hpp"
+#include "core/world_join.hpp"
+#include "hierarchy/plan_cost.hpp"
+#include "strata/errors.hpp"
+#include "topology/topology_file.hpp"
+#include "transport/address_exchange.hpp"
+
+namespace strata::detail {
+
+using transport::Clock;
+
+void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
+  servers_ = settings_.servers;
+  if (settings_.refused.empty()) ensure_descriptors();
+  try {
+    std::shared_ptr<Store> inner = s.store;
+    if (s.secret) {
+      secret_ = *s.secret;
+    } else if (auto configured = bootstrap::JobSecret::from_config()) {
+      secret_ = *configured;
+    }
+    if (!inner) {
+      const auto [host, port] = bootstrap::split_host_port(s.root, "rendezvous address");
+      if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port, secret_);
+      inner = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret_);
+    }
+    bootstrap::PrefixStore store(inner, s.key_prefix);
+    if (!s.secret) secret_ = resolve_secret(store, rank_, s.store != nullptr, deadline);
+    const WorldShape shape{rank_, size_, servers_};
+    mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store),
+                                                     bootstrap::MeshTiming{settings_.heartbeat, settings_.keepalive},
+                                                     secret_);
+    Published mine{mesh_->address(), {settings_.refused_text(), settings_.shared_text()}, "",
+                   bootstrap::liveness_address(mesh_->host())};
+    if (rank_ == 0) mine.lineage = s.lineage.empty() ? bootstrap::JobSecret::random().hex().substr(0, 32) : s.lineage;
+    auto joined = exchange_localities(store, shape, deadline, timeout_, mine);
+    refuse_disagreement(store, joined.settings, deadline);
+    lineage_ = joined.lineage;
+    auto& all = joined.localities;
+    const auto& controls = joined.controls;
+    livenesses_.assign(joined.livenesses.begin(), joined.livenesses.begin() + size_);
+    localities_.assign(all.begin(), all.begin() + size_);
+    plan_levels();  // may move workers by the topology file's placements
+    std::copy(localities_.begin(), localities_.end(), all.begin());
+    transport_ = connect_world(store, kind_, shape, all, deadline, secret_);
+    if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->chunk_bytes();
+    failures_.attach(mesh_.get(), transport_.get());
+    connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
+    build_selector(store, deadline);
+    router_ = std::make_unique<CallRouter>(CallRouter::Parts{
+        transport_.get(), size_, &scratch_, chunk_bytes_,
+        PlanInputs{selector_.get(), tuner_.get(), plan_ ? &*plan_ : nullptr, &world_}, &feedback_});
+    // The store rank 0 serves ends with it, so rank 0 leaves creation (and may then leave
+    // the job) only once every other rank is done with the store: a rank still reading
+    // the probe's figures once lost it to rank 0 meeting a mismatch and exiting first.
+    if (rank_ != 0) {
+      store.set("done/" + std::to_string(rank_), "");
+    } else if (server_) {
+      std::vector<std::string> done;
+      for (int r = 1; r < size_; ++r) done.push_back("done/" + std::to_string(r));
+      if (!done.empty()) store.get(done, deadline);
+    }
+  } catch (const TimeoutError& e) {
+    // Ranks that "did not join" may have been turned away by this rank's own store.
+    if (server_ && !server_->trouble().empty()) throw TimeoutError(std::string(e.what()) + "; " + server_->trouble());
+    throw;
+  } catch (const boost::system::system_error& e) {
+    // A socket or event descriptor the OS refused (Asio throws these from constructors).
+    throw TransportError("communicator creation on rank " + std::to_string(rank_) + ": " + e.what() +
+                         sys::limit_note(e.code()));
+  }
+}
+
+void CommImpl::refuse_disagreement(bootstrap::Store& store, const std::vector<PublishedSettings>& published,
+                                   Clock::time_point deadline) {
+  std::vector<std::string> refused, shared;
+  for (int r = 0; r < size_; ++r) {
+    refused.push_back(published[static_cast<std::size_t>(r)].refused);
+    shared.push_back(published[static_cast<std::size_t>(r)].shared);
+  }
+  const std::string why = settings_verdict(refused, shared, rank_);
+  if (why.empty()) return;
+  // Every rank reads the same records and fails alike; the rank serving the store keeps
+  // it up until the others have read them (or a few seconds), so they fail with this
+  // reason rather than with a store that went away.
+  store.set("settings-read/" + std::to_string(rank_), "");
+  if (server_) {
+    std::vector<std::string> read;
+    for (int r = 0; r < size_; ++r) read.push_back("settings-read/" + std::to_string(r));
+    try {
+      store.get(read, std::min(deadline, Clock::now() + std::chrono::seconds(10)));
+    } catch (const TimeoutError&) {
+    }
+  }
+  throw InvalidArgument("communicator creation on rank " + std::to_string(rank_) + ": " + why);
+}
+
+void CommImpl::connect_mesh(const std::vector<std::string>& addresses, Clock::time_point deadline) {
+  bootstrap::ControlMesh::Events events;
+  events.lost = [this](int r, const std::string& why) { failures_.on_peer_lost(r, why); };
+  events.notice = [this](const bootstrap::ControlNotice& n) { failures_.on_notice(n); };
+  mesh_->connect(addresses, deadline, std::move(events), livenesses_);
+}
+
+void CommImpl::ensure_descriptors() {
+  // Every peer may cost a socket each way on the intra-region fabric, K striped streams
+  // each way across regions, and one control connection; rank 0 holds one store
+  // connection per process.
+  const std::uint64_t procs = static_cast<std::uint64_t>(size_ + servers_);
+  const std::uint64_t streams =
+      config::get(config::wan_link) == 0 ? 0 : static_cast<std::uint64_t>(std::max<std::int64_t>(config::get(config::wan_streams), 4));
+  const std::uint64_t want = 64 + procs * (3 + 2 * streams) + (rank_ == 0 ? procs : 0);
+  const std::uint64_t have = sys::raise_open_file_limit(want);
+  if (have != 0 && have < want)
+    log::warn("this process may have at most " + std::to_string(have) + " open files (RLIMIT_NOFILE, hard limit) but " +
+              std::to_string(procs) + " processes may need up to about " + std::to_string(want) +
+              " here; if connections fail with 'Too many open files', raise it with 'ulimit -n'");
+}
+
+namespace {
+
+// Every rank asks only about its own peers; shares_memory gives the same answer on every
+// rank of a host, so all members of a group come to the same verdict.
+bool all_share_memory(const transport::Transport& t, const collectives::Group& g) {
+  for (int i = 0; i < g.size(); ++i)
+    if (i != g.me && !t.shares_memory(g.rank(i))) return false;
+  return true;
+}
+
+}  // namespace
+
+void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadline) {
+  configure_spin();  // probes wait for round trips the way collectives wait for messages
+  probe::ProbeInputs in;
+  in.rank = rank_;
+  in.size = size_;
+  in.localities = &localities_;
+  in.transport = transport_.get();
+  in.store = &store;
+  in.deadline = deadline;
+  in.file = topo_file_ ? &*topo_file_ : nullptr;
+  // What else changes the figures of the same ranks: the fabric and the WAN link's shape.
+  in.cache_key = std::string("transport=") + transport_->name() + " wan_link=" + config::text(config::wan_link) +
+                 " wan_streams=" + config::text(config::wan_streams) + " wan_emulate=" + config::get(config::wan_emulate);
+  auto figures = probe::agree_figures(in, &probe_report_);
+  // Every rank of a communicator spanning regions waits the same way, so all add the same.
+  figures.wait_alpha = std::chrono::duration<double>(transport_->wait_latency()).count();
+  figures.chunk_bytes = chunk_bytes_;  // the model cuts vectors as the algorithms will
+  selector_ = std::make_unique<topology::Selector>(
+      std::move(figures), localities_, topology::parse_algorithm_rules(config::get(config::algo), "STRATA_ALGO", true));
+  world_ = collectives::Group::world(rank_, size_);
+  for (int j = 0; j < servers_; ++j) world_.servers.push_back(size_ + j);
+  world_.shared_memory = all_share_memory(*transport_, world_);
+  selector_->add_group(world_);
+  if (size_ > 1 && config::get(config::tune) != 0) {
+    topology::Tuner::Options t;
+    t.samples = static_cast<int>(config::get(config::tune_samples));
+    tuner_ = std::make_unique<topology::Tuner>(*selector_, t);
+  }
+  if (plan_) {
+    hierarchy::order_regions(*plan_, localities_, selector_->figures());
+    if (rank_ == 0 && plan_->region_ring->order.size() > 2)
+      log::info("regions in ring order: " + topology::describe(*plan_->region_ring, selector_->figures()));
+    for (auto& g : plan_->mine) {
+      g.shared_memory = all_share_memory(*transport_, g);
+      selector_->add_group(g);
+    }
+    plan_->pricing = hierarchy::price_levels(*selector_, *plan_);
+  }
+  if (rank_ == 0 && log::enabled(log::Level::info)) {
+    const auto& f = selector_->figures();
+    std::string s = "link figures (" +
+                    std::string(probe_report_.how == probe::ProbeReport::How::probed   ? "probed"
+                                : probe_report_.how == probe::ProbeReport::How::cached ? "cached"
+                                                                                           : "not probed: ") +
+                    (probe_report_.how == probe::ProbeReport::How::skipped ? probe_report_.why : "") + ", " +
+                    std::to_string(probe_report_.seconds * 1e3) + " ms):";
+    for (int c = 0; c < topology::kLinkClasses; ++c) {
+      const auto& l = f.link[c];
+      s += std::string(" ") + topology::to_string(static_cast<topology::LinkClass>(c)) + " alpha " +
+           std::to_string(l.cost.alpha * 1e6) + " us beta " + std::to_string(l.cost.beta * 1e9) + " ns/B gap " +
+           std::to_string(l.cost.gap * 1e6) + " us (" + topology::to_string(l.source) + ");";
+    }
+    s += " gamma " + std::to_string(f.gamma * 1e9) + " ns/B";
+    log::info(s);
+  }
+}
+
+void CommImpl::plan_levels() {
+  topo_file_ = topology::load_topology_from_env(size_);
+  if (topo_file_) localities_ = topology::apply_placements(*topo_file_, std::move(localities_));
+  plan_ = hierarchy::make_plan(localities_, rank_, hierarchy::parse_choice(config::get(config::algo)));
+  if (plan_ && rank_ == 0) log::info(plan_->describe());
+}
+
+}  // namespace strata::detail
