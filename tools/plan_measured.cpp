@@ -9,6 +9,7 @@
 #include <map>
 #include <tuple>
 
+#include "base/config.hpp"
 #include "collectives/registry.hpp"
 #include "hierarchy/plan_cost.hpp"
 #include "plan_format.hpp"
@@ -132,7 +133,8 @@ void print_measured(const topology::Selector& sel, const collectives::Group& wor
       const std::size_t count = count_of(*kind, size, p);
       const std::string pick = plan_runs ? "hier" : sel.choose(*kind, DataType::f32, count, world).name;
       const std::string threshold =
-          plan_runs ? "hier" : collectives::threshold_algorithm({*kind, nullptr, nullptr, count, DataType::f32}).name;
+          plan_runs ? "hier" : collectives::threshold_algorithm({*kind, nullptr, nullptr, count, DataType::f32},
+                                                              static_cast<std::size_t>(config::get(config::small_bytes))).name;
       const auto pick_it = by_algo.find(pick), threshold_it = by_algo.find(threshold), auto_it = by_algo.find("");
       if (best.empty() || pick_it == by_algo.end() || threshold_it == by_algo.end()) {
         std::printf("%s%s(not every algorithm measured)\n", line.c_str(), sep.c_str());

@@ -248,6 +248,8 @@ int run_offline(const Options& o) {
   }
   if (ls.empty()) throw InvalidArgument("the layout has no ranks: give --regions/--hosts/--ranks-per-host or a file with placements");
   topo::Figures f = topo::default_figures();
+  f.chunk_bytes = static_cast<std::size_t>(config::get(config::chunk_bytes));
+  f.small_bytes = static_cast<std::size_t>(config::get(config::small_bytes));
   topo::set_regions(f, topo::region_order(ls));
   if (file) topo::apply_file(f, *file);
   const auto spec = config::get(config::algo);

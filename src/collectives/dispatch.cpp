@@ -1,14 +1,12 @@
 #include "collectives/dispatch.hpp"
 
 #include "collectives/registry.hpp"
-#include "base/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::collectives {
 
-const Algorithm& threshold_algorithm(const CollArgs& a) {
-  static const std::size_t small = static_cast<std::size_t>(config::get(config::small_bytes));
-  const bool is_small = a.count * dtype_size(a.dtype) <= small;
+const Algorithm& threshold_algorithm(const CollArgs& a, std::size_t small_bytes) {
+  const bool is_small = a.count * dtype_size(a.dtype) <= small_bytes;
   switch (a.kind) {
     case CollectiveKind::allreduce:
       return algorithm(is_small ? AlgorithmId::recursive_doubling : AlgorithmId::ring);

@@ -44,11 +44,15 @@ class Chooser {
   virtual const Algorithm& choose(const Group& g, const CollArgs& a) const = 0;
 };
 
-// The fixed rule the selector replaced (log(p)-step algorithms up to STRATA_SMALL_BYTES,
-// rings and chains above): the choice of code that drives the algorithms without a
-// communicator, and strata-plan's baseline.
+// STRATA_SMALL_BYTES's default (base/settings.def; test_config holds them equal): what
+// code without a communicator's settings takes as small.
+inline constexpr std::size_t kDefaultSmallBytes = 64 << 10;
+
+// The fixed rule the selector replaced (log(p)-step algorithms up to small_bytes, rings
+// and chains above): the choice of code that drives the algorithms without a
+// communicator (with the default), and strata-plan's baseline (with STRATA_SMALL_BYTES).
 const Chooser& threshold_chooser();
-const Algorithm& threshold_algorithm(const CollArgs& a);
+const Algorithm& threshold_algorithm(const CollArgs& a, std::size_t small_bytes = kDefaultSmallBytes);
 
 // The one place a call's algorithm is settled: the one it names, checked against the
 // group (InvalidArgument naming `what` and the valid ones), else the chooser's.

@@ -157,6 +157,7 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   // Every rank of a communicator spanning regions waits the same way, so all add the same.
   figures.wait_alpha = std::chrono::duration<double>(transport_->wait_latency()).count();
   figures.chunk_bytes = chunk_bytes_;  // the model cuts vectors as the algorithms will
+  figures.small_bytes = settings_.small_bytes;
   selector_ = std::make_unique<topology::Selector>(
       std::move(figures), localities_, topology::parse_algorithm_rules(config::get(config::algo), "STRATA_ALGO", true));
   world_ = collectives::Group::world(rank_, size_);
@@ -201,6 +202,7 @@ void CommImpl::plan_levels() {
   topo_file_ = topology::load_topology_from_env(size_);
   if (topo_file_) localities_ = topology::apply_placements(*topo_file_, std::move(localities_));
   plan_ = hierarchy::make_plan(localities_, rank_, hierarchy::parse_choice(config::get(config::algo)));
+  if (plan_) plan_->segment_bytes = settings_.segment_bytes;
   if (plan_ && rank_ == 0) log::info(plan_->describe());
 }
 

@@ -102,6 +102,8 @@ SettingsCheck check_settings(const CommOptions& opts) {
   if (ok(config::Id::transport)) c.transport = resolve_transport(opts.transport);
   if (ok(config::Id::timeout_s)) c.timeout = resolve_timeout(opts.timeout);
   if (ok(config::Id::chunk_bytes)) c.chunk_bytes = static_cast<std::size_t>(config::get(config::chunk_bytes));
+  if (ok(config::Id::small_bytes)) c.small_bytes = static_cast<std::size_t>(config::get(config::small_bytes));
+  if (ok(config::Id::segment_bytes)) c.segment_bytes = static_cast<std::size_t>(config::get(config::segment_bytes));
   if (ok(config::Id::servers)) c.servers = static_cast<int>(config::get(config::servers));
 
   for (const config::Id id : kShared) {

@@ -28,6 +28,8 @@ struct SettingsCheck {
   std::chrono::milliseconds heartbeat{10000};
   std::chrono::milliseconds keepalive{15000};
   std::size_t chunk_bytes = 1 << 20;
+  std::size_t small_bytes = 64 << 10;    // STRATA_SMALL_BYTES: split rail's latency path
+  std::size_t segment_bytes = 4 << 20;   // STRATA_SEGMENT_BYTES: split rail's pipeline segment
   int servers = 0;
   Compression compression;
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectives/context.hpp"
+#include "collectives/dispatch.hpp"
 #include "strata/locality.hpp"
 #include "topology/cost_model.hpp"
 #include "topology/levels.hpp"
@@ -39,6 +40,10 @@ struct Plan {
     std::size_t small_bytes = 0;              // the figures' STRATA_SMALL_BYTES
   };
   std::optional<Pricing> pricing;
+  // The allreduce pipeline's segment (STRATA_SEGMENT_BYTES, the communicator's setting),
+  // and where no pricing was made, the latency path's limit.
+  std::size_t segment_bytes = 4 << 20;
+  std::size_t small_bytes = collectives::kDefaultSmallBytes;
   // The order the top level's groups cross regions in (order_regions), once known.
   std::optional<topology::RegionRing> region_ring;
 

@@ -9,7 +9,6 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/patterns.hpp"
 #include "kernels/reduce.hpp"
-#include "base/config.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "hierarchy/plan_cost.hpp"
 #include "hierarchy/ring_stage.hpp"
@@ -52,10 +51,10 @@ std::size_t block_index(const Plan& p, int q) {
 }
 
 // The latency path (a whole collective per level) or the pipeline: by the communicator's
-// cost model when it runs one (plan_cost.hpp), else by STRATA_SMALL_BYTES alone.
+// cost model when it runs one (plan_cost.hpp), else by the small size alone.
 bool latency_path(const Plan& plan, CollectiveKind kind, std::size_t bytes) {
   if (plan.pricing) return prefers_latency_path(*plan.pricing, kind, bytes);
-  return bytes <= static_cast<std::size_t>(config::get(config::small_bytes));
+  return bytes <= plan.small_bytes;
 }
 
 // Clears the context's background work however the pipeline ends.
@@ -88,7 +87,7 @@ void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
   // distinct among the segments in flight. With no level below the region, segments
   // still pay: several stages in flight keep every ring step's link busy.
   const std::size_t seg_elems = std::max<std::size_t>(
-      {std::size_t{1}, static_cast<std::size_t>(config::get(config::segment_bytes)) / esz,
+      {std::size_t{1}, plan.segment_bytes / esz,
        (a.count + transport::kStageChannels - 1) / transport::kStageChannels});
   const std::size_t segments = (a.count + seg_elems - 1) / seg_elems;
   const Group& top = plan.mine.back();

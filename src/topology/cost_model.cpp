@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/config.hpp"
 
 namespace strata::topology {
 
@@ -264,8 +263,6 @@ Figures default_figures() {
   Figures f;
   for (const auto& row : kDefaults) f.of(row.cls) = LinkFigure{{row.alpha, row.beta, row.gap}, Source::builtin};
   f.gamma = kDefaultGamma;
-  f.chunk_bytes = static_cast<std::size_t>(config::get(config::chunk_bytes));
-  f.small_bytes = static_cast<std::size_t>(config::get(config::small_bytes));
   return f;
 }
 

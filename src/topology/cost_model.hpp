@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/dispatch.hpp"
 #include "collectives/registry.hpp"
 #include "strata/types.hpp"
 #include "topology/levels.hpp"
@@ -51,7 +52,7 @@ struct Figures {
   double gamma = 0;  // seconds per byte of reduction output
   Source gamma_source = Source::builtin;
   std::size_t chunk_bytes = 1 << 20;  // pipeline chunk of the ring, tree and chain
-  std::size_t small_bytes = 64 << 10; // split-rail plans' latency path (STRATA_SMALL_BYTES)
+  std::size_t small_bytes = collectives::kDefaultSmallBytes;  // split-rail plans' latency path (STRATA_SMALL_BYTES)
   // Seconds every round pays on top of its link's α for how the rank waits, not for the
   // link: half a turn of wan::RoutedTransport's alternating sleep once ranks span regions.
   double wait_alpha = 0;
@@ -69,7 +70,8 @@ struct Figures {
   LinkCost wan_worst(const std::vector<std::string>& among) const;
 };
 
-// The built-in table (cost_model.cpp) with chunk and small sizes from the settings.
+// The built-in table (cost_model.cpp), with the default chunk and small sizes: the
+// communicator puts its own settings in (CommImpl::build_selector), as tools do theirs.
 Figures default_figures();
 
 // One prediction, split by term so the selector can say what bounds it.

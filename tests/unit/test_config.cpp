@@ -2,7 +2,11 @@
 // named, with the new name of a renamed setting or the setting a typo resembles.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "base/config.hpp"
+#include "collectives/dispatch.hpp"
+#include "topology/cost_model.hpp"
 
 namespace strata::config {
 namespace {
@@ -31,6 +35,15 @@ TEST(UnknownVariables, EveryVariableTheRegistryNamesIsKnown) {
   std::vector<std::string> env;
   for (const auto& s : registry()) env.push_back(std::string(s.env) + "=x");
   EXPECT_TRUE(unknown_variables(env).empty());
+}
+
+// Code without a communicator's settings takes the registry's default as small.
+TEST(Defaults, TheSmallSizeOutsideACommunicatorIsTheRegistrysDefault) {
+  EXPECT_EQ(std::to_string(collectives::kDefaultSmallBytes),
+            registry()[static_cast<std::size_t>(Id::small_bytes)].default_value);
+  EXPECT_EQ(topology::default_figures().small_bytes, collectives::kDefaultSmallBytes);
+  EXPECT_EQ(std::to_string(topology::default_figures().chunk_bytes),
+            registry()[static_cast<std::size_t>(Id::chunk_bytes)].default_value);
 }
 
 }  // namespace
