@@ -4,7 +4,7 @@
 #include "errors.hpp"
 #include "log.hpp"
 #include "strata/errors.hpp"
-#include "wan/wan_options.hpp"
+#include "core/wan_settings.hpp"
 
 namespace strata::nccl_net {
 
@@ -13,7 +13,7 @@ Config read_config() {
     Config c;
     c.region = config::get(config::region);
     c.interfaces = config::get(config::net_if);
-    const wan::WanOptions wan = wan::wan_options_from_config();
+    const wan::WanOptions wan = detail::wan_options();
     c.emulation = wan.emulation;
     if (c.emulation.rate_bytes_per_s > 0 || c.emulation.loss > 0 || c.emulation.corrupt > 0)
       log::warn("STRATA_WAN_EMULATE: the plugin emulates only delay, window and cut; "

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "auth_step.hpp"
+#include "core/wan_settings.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "strata/errors.hpp"
@@ -177,7 +178,7 @@ std::size_t Wire::recv_some(void* buf, std::size_t n, bool* eof) {
 ssl_ctx_st* plugin_tls() {
   static wan::TlsContext* const context = []() -> wan::TlsContext* {
     try {
-      const wan::TlsSettings settings = wan::TlsSettings::from_config();
+      const wan::TlsSettings settings = detail::tls_settings();
       if (!settings.on) return nullptr;
       auto* c = new wan::TlsContext(settings, plugin_secret());  // kept for the process, as NCCL's threads may outlive statics
       log::info("striped connections between regions run in %s", c->describe().c_str());

@@ -53,7 +53,7 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     localities_.assign(all.begin(), all.begin() + size_);
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
-    transport_ = connect_world(store, kind_, shape, all, deadline, secret_);
+    transport_ = connect_world(store, kind_, shape, all, deadline, secret_, settings_.fabric);
     if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->chunk_bytes();
     failures_.attach(mesh_.get(), transport_.get());
     connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
@@ -150,6 +150,9 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   in.store = &store;
   in.deadline = deadline;
   in.file = topo_file_ ? &*topo_file_ : nullptr;
+  in.enabled = settings_.probe;
+  in.cache_max_age_s = settings_.probe_cache_s;
+  in.budget_s = settings_.probe_budget_s;
   // What else changes the figures of the same ranks: the fabric and the WAN link's shape.
   in.cache_key = std::string("transport=") + transport_->name() + " wan_link=" + config::text(config::wan_link) +
                  " wan_streams=" + config::text(config::wan_streams) + " wan_emulate=" + config::get(config::wan_emulate);
@@ -199,7 +202,7 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
 }
 
 void CommImpl::plan_levels() {
-  topo_file_ = topology::load_topology_from_env(size_);
+  topo_file_ = topology_file(settings_, size_);
   if (topo_file_) localities_ = topology::apply_placements(*topo_file_, std::move(localities_));
   plan_ = hierarchy::make_plan(localities_, rank_, hierarchy::parse_choice(config::get(config::algo)));
   if (plan_) plan_->segment_bytes = settings_.segment_bytes;

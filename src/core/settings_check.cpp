@@ -50,6 +50,11 @@ std::vector<std::string> lines(const std::string& text) {
 
 }  // namespace
 
+std::optional<topology::TopologyFile> topology_file(const SettingsCheck& s, int world_size) {
+  if (s.topo_file.empty()) return std::nullopt;
+  return topology::load_topology_file(s.topo_file, world_size);
+}
+
 std::string SettingsCheck::refused_text() const {
   std::string s;
   for (const auto& r : refused) s += (s.empty() ? "" : "\n") + r;
@@ -104,6 +109,13 @@ SettingsCheck check_settings(const CommOptions& opts) {
   if (ok(config::Id::chunk_bytes)) c.chunk_bytes = static_cast<std::size_t>(config::get(config::chunk_bytes));
   if (ok(config::Id::small_bytes)) c.small_bytes = static_cast<std::size_t>(config::get(config::small_bytes));
   if (ok(config::Id::segment_bytes)) c.segment_bytes = static_cast<std::size_t>(config::get(config::segment_bytes));
+  if (ok(config::Id::probe)) c.probe = config::get(config::probe) != 0;
+  if (ok(config::Id::probe_cache_s)) c.probe_cache_s = static_cast<double>(config::get(config::probe_cache_s));
+  if (ok(config::Id::probe_ms)) c.probe_budget_s = static_cast<double>(config::get(config::probe_ms)) / 1000.0;
+  if (ok(config::Id::topo_file)) c.topo_file = config::get(config::topo_file);
+  if (ok(config::Id::unexpected_bytes))
+    c.fabric.unexpected_bytes = static_cast<std::size_t>(config::get(config::unexpected_bytes));
+  if (ok(config::Id::shared_memory)) c.fabric.shared_memory = config::get(config::shared_memory) != 0;
   if (ok(config::Id::servers)) c.servers = static_cast<int>(config::get(config::servers));
 
   for (const config::Id id : kShared) {

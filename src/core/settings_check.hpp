@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -13,6 +14,8 @@
 
 #include "strata/communicator.hpp"
 #include "strata/compression.hpp"
+#include "topology/topology_file.hpp"
+#include "transport/factory.hpp"
 
 namespace strata::detail {
 
@@ -30,6 +33,11 @@ struct SettingsCheck {
   std::size_t chunk_bytes = 1 << 20;
   std::size_t small_bytes = 64 << 10;    // STRATA_SMALL_BYTES: split rail's latency path
   std::size_t segment_bytes = 4 << 20;   // STRATA_SEGMENT_BYTES: split rail's pipeline segment
+  bool probe = true;                     // STRATA_PROBE
+  double probe_cache_s = 3600;           // STRATA_PROBE_CACHE_S
+  double probe_budget_s = 0.2;           // STRATA_PROBE_MS
+  std::string topo_file;                 // STRATA_TOPO_FILE
+  transport::FabricSettings fabric;      // STRATA_UNEXPECTED_BYTES, STRATA_SHARED_MEMORY
   int servers = 0;
   Compression compression;
 
@@ -37,6 +45,10 @@ struct SettingsCheck {
   std::string refused_text() const;
   std::string shared_text() const;
 };
+
+// The topology file STRATA_TOPO_FILE names (InvalidArgument naming what is wrong with
+// it), or none.
+std::optional<topology::TopologyFile> topology_file(const SettingsCheck& s, int world_size);
 
 // Reads every setting of the registry (base/settings.def) and the rules beyond its
 // ranges (a heartbeat period of 0 or at least 1 s, STRATA_COMPRESS that parses); never throws.

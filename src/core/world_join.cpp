@@ -8,6 +8,7 @@
 #include "bootstrap.pb.h"
 #include "bootstrap/launch_env.hpp"
 #include "base/config.hpp"
+#include "core/wan_settings.hpp"
 #include "base/log.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
@@ -113,8 +114,9 @@ std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, Tra
                                                     const WorldShape& w,
                                                     const std::vector<Locality>& localities,
                                                     transport::Clock::time_point deadline,
-                                                    const bootstrap::JobSecret& secret) {
-  auto t = transport::make_transport(kind, w.me, w.size(), store, deadline, secret);
+                                                    const bootstrap::JobSecret& secret,
+                                                    const transport::FabricSettings& fabric) {
+  auto t = transport::make_transport(kind, w.me, w.size(), store, deadline, secret, fabric);
   // Peers in other regions are reached over the striped WAN link. Every process decides
   // alike: if any two processes differ in region, each has some peer elsewhere.
   std::vector<bool> remote(static_cast<std::size_t>(w.size()));
@@ -125,7 +127,7 @@ std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, Tra
     any_remote = any_remote || remote[static_cast<std::size_t>(r)];
   }
   if (any_remote && config::get(config::wan_link) != 0) {
-    auto options = wan::wan_options_from_config();
+    auto options = wan_options();
     options.secret = secret;
     if (!options.tls.on && w.me == 0)
       log::warn("cross-region traffic goes over the WAN link in clear text; STRATA_WAN_TLS=1 encrypts it");

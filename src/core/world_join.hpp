@@ -14,6 +14,7 @@
 #include "bootstrap/job_secret.hpp"
 #include "bootstrap/store.hpp"
 #include "strata/communicator.hpp"
+#include "transport/factory.hpp"
 #include "transport/transport.hpp"
 
 namespace strata::detail {
@@ -65,7 +66,8 @@ std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, Tra
                                                     const WorldShape& w,
                                                     const std::vector<Locality>& localities,
                                                     transport::Clock::time_point deadline,
-                                                    const bootstrap::JobSecret& secret);
+                                                    const bootstrap::JobSecret& secret,
+                                                    const transport::FabricSettings& fabric);
 
 // The job's secret when none was handed in: STRATA_JOB_SECRET(_FILE); else, with a
 // store the caller brought (which the caller trusts), one rank 0 draws and shares there

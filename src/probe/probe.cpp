@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "kernels/reduce.hpp"
-#include "base/config.hpp"
 #include "base/log.hpp"
 #include "probe/figures_cache.hpp"
 #include "strata/errors.hpp"
@@ -238,7 +237,7 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
     return figs;
   };
 
-  const bool enabled = config::get(config::probe) != 0;
+  const bool enabled = in.enabled;
   if (!enabled) {
     rep.how = ProbeReport::How::skipped;
     rep.why = "STRATA_PROBE=0";
@@ -258,7 +257,7 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
   // Rank 0 decides for everyone: figures from its cache, or a fresh probe with its γ.
   const std::string key = full_cache_key(in);
   const std::string path = cache_path(key);
-  const double max_age = static_cast<double>(config::get(config::probe_cache_s));
+  const double max_age = in.cache_max_age_s;
   if (in.rank == 0) {
     std::string decision;
     if (max_age > 0)
@@ -285,7 +284,7 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
   }
 
   // Every pair in list order, each rank taking part in its own; the budget is shared.
-  const double budget_s = config::get(config::probe_ms) / 1000.0;
+  const double budget_s = in.budget_s;
   const Seconds per_pair(pairs.empty() ? budget_s : budget_s / static_cast<double>(pairs.size()));
   // A session: the pair (and its companions) ping-pong; then, when the session has three
   // ranks or more, the pair's first rank sends to all the others at once, which is what

@@ -37,6 +37,10 @@ struct ProbeInputs {
   transport::Clock::time_point deadline{};
   const topology::TopologyFile* file = nullptr;  // STRATA_TOPO_FILE, if any
   std::string cache_key;               // what else makes figures differ: transport, WAN shaping
+  // The communicator's settings: STRATA_PROBE, STRATA_PROBE_CACHE_S, STRATA_PROBE_MS.
+  bool enabled = true;
+  double cache_max_age_s = 3600;
+  double budget_s = 0.2;
 };
 
 // The figures every rank of the communicator uses: built-in, then probed (or cached),

@@ -38,7 +38,7 @@ ServerStats serve(const ServerOptions& o) {
   }
   if (const auto why = detail::settings_verdict(refused, shared, -1); !why.empty())
     throw InvalidArgument("dedicated server " + std::to_string(o.index) + ": " + why);
-  auto t = detail::connect_world(store, kind, w, localities, deadline, secret);
+  auto t = detail::connect_world(store, kind, w, localities, deadline, secret, detail::check_settings(o.comm).fabric);
   transport::set_spin(std::chrono::microseconds(config::get(config::spin_us)));
   log::info("dedicated server " + std::to_string(o.index) + " of " + std::to_string(o.servers) + " serving " +
             std::to_string(o.workers) + " workers over " + t->name());

@@ -11,7 +11,6 @@
 #include <set>
 #include <sstream>
 
-#include "base/config.hpp"
 #include "strata/errors.hpp"
 #include "topology.pb.h"
 
@@ -268,12 +267,6 @@ TopologyFile load_topology_file(const std::string& path, int world_size) {
   std::ostringstream text;
   text << in.rdbuf();
   return parse_topology(text.str(), path, world_size);
-}
-
-std::optional<TopologyFile> load_topology_from_env(int world_size) {
-  const std::string path = config::get(config::topo_file);
-  if (path.empty()) return std::nullopt;
-  return load_topology_file(path, world_size);
 }
 
 void check_wan_regions(const TopologyFile& file, const std::vector<Locality>& localities) {

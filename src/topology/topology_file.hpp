@@ -52,8 +52,6 @@ struct TopologyFile {
 // world_size < 0: unknown, the placements define it (ranks must then be 0..n-1).
 TopologyFile parse_topology(const std::string& text, const std::string& source, int world_size = -1);
 TopologyFile load_topology_file(const std::string& path, int world_size = -1);
-// The file STRATA_TOPO_FILE names, if it is set and not empty.
-std::optional<TopologyFile> load_topology_from_env(int world_size);
 
 // Checks the WAN matrix against the regions the ranks actually sit in: with placements this
 // already ran at parse time, without them it can only run once the localities are known.

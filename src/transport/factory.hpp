@@ -12,17 +12,24 @@
 
 namespace strata::transport {
 
+// What the communicator's settings say of the fabric inside a region (core resolves them).
+struct FabricSettings {
+  std::size_t unexpected_bytes = std::size_t{1} << 30;  // STRATA_UNEXPECTED_BYTES (TCP)
+  bool shared_memory = true;                            // STRATA_SHARED_MEMORY
+};
+
 // The TCP transport admits only connections that prove they know `secret`.
 std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline, const bootstrap::JobSecret& secret);
+                                              Clock::time_point deadline, const bootstrap::JobSecret& secret,
+                                              const FabricSettings& settings);
 std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline);
+                                              Clock::time_point deadline, const FabricSettings& settings);
 
 inline std::unique_ptr<Transport> make_transport(TransportKind kind, int rank, int size,
                                                  bootstrap::Store& store, Clock::time_point deadline,
-                                                 const bootstrap::JobSecret& secret) {
-  return kind == TransportKind::tcp ? make_tcp_transport(rank, size, store, deadline, secret)
-                                    : make_ucx_transport(rank, size, store, deadline);
+                                                 const bootstrap::JobSecret& secret, const FabricSettings& settings) {
+  return kind == TransportKind::tcp ? make_tcp_transport(rank, size, store, deadline, secret, settings)
+                                    : make_ucx_transport(rank, size, store, deadline, settings);
 }
 
 }  // namespace strata::transport

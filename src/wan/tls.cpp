@@ -5,7 +5,6 @@
 
 #include <cstring>
 
-#include "base/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::wan {
@@ -52,19 +51,6 @@ std::string openssl_error() {
 }
 
 }  // namespace
-
-TlsSettings TlsSettings::from_config() {
-  TlsSettings s;
-  s.on = config::get(config::wan_tls) != 0;
-  s.cert = config::get(config::tls_cert);
-  s.key = config::get(config::tls_key);
-  s.ca = config::get(config::tls_ca);
-  const int given = !s.cert.empty() + !s.key.empty() + !s.ca.empty();
-  if (given != 0 && given != 3)
-    throw InvalidArgument("STRATA_TLS_CERT, STRATA_TLS_KEY and STRATA_TLS_CA go together: set all three, or none "
-                          "(the job's secret then keys TLS)");
-  return s;
-}
 
 TlsContext::TlsContext(const TlsSettings& settings, const bootstrap::JobSecret& secret)
     : ctx_(ssl::context::tls), secret_(secret), certificates_(settings.certificates()) {

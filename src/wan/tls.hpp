@@ -16,7 +16,6 @@ namespace strata::wan {
 struct TlsSettings {
   bool on = false;
   std::string cert, key, ca;  // PEM files; all three, or none (the job's secret keys TLS)
-  static TlsSettings from_config();
   bool certificates() const { return !cert.empty(); }
 };
 

@@ -13,9 +13,4 @@ std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size,
   return t;
 }
 
-std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size, bootstrap::Store& store,
-                                                         Clock::time_point deadline) {
-  return make_wan_transport(rank, size, store, deadline, wan_options_from_config());
-}
-
 }  // namespace strata::wan

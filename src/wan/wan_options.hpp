@@ -1,6 +1,5 @@
-// The WAN link's shape, from STRATA_WAN_* and STRATA_UNEXPECTED_BYTES: the one place both
-// libstrata's link (wan_transport.hpp) and the NCCL plugin derive it, so one environment
-// configures both alike.
+// The WAN link's shape (STRATA_WAN_* and STRATA_UNEXPECTED_BYTES, resolved by
+// core/wan_settings for libstrata's link and the NCCL plugin alike).
 #pragma once
 
 #include <chrono>
@@ -37,9 +36,5 @@ struct WanOptions {
   bootstrap::JobSecret secret;
   TlsSettings tls;
 };
-
-// Reads STRATA_WAN_* and STRATA_TLS_* (throws InvalidArgument naming a bad variable);
-// the secret is the caller's to set.
-WanOptions wan_options_from_config();
 
 }  // namespace strata::wan

@@ -295,8 +295,5 @@ std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size,
                                                          bootstrap::Store& store,
                                                          Clock::time_point deadline,
                                                          const WanOptions& options);
-// The same with STRATA_WAN_*'s options; publishes "wan/<rank>".
-std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size, bootstrap::Store& store,
-                                                         Clock::time_point deadline);
 
 }  // namespace strata::wan

@@ -31,6 +31,8 @@
 #include "temp_dir.hpp"
 #include "transport/factory.hpp"
 #include "wan/frame.hpp"
+#include "core/settings_check.hpp"
+#include "core/wan_settings.hpp"
 #include "wan/wan_transport.hpp"
 
 namespace strata::test {
@@ -241,8 +243,8 @@ void oversized_announcement(TransportKind kind, bool wan) {
       store.get("done", Clock::now() + 40s);
       return;
     }
-    auto t = kind == TransportKind::tcp && !wan ? transport::make_transport(kind, rank, 3, store, Clock::now() + 20s, {})
-                                               : wan::make_wan_transport(rank, 3, store, Clock::now() + 20s);
+    auto t = kind == TransportKind::tcp && !wan ? transport::make_transport(kind, rank, 3, store, Clock::now() + 20s, {}, detail::check_settings({}).fabric)
+                                               : wan::make_wan_transport(rank, 3, store, Clock::now() + 20s, detail::wan_options());
     const std::vector<unsigned char> msg(100000, 7);
     if (rank == 2) {
       store.get("announced", Clock::now() + 20s);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/settings_check.hpp"
 #include "strata/errors.hpp"
 #include "topology/levels.hpp"
 #include "topology/topology_file.hpp"
@@ -112,9 +113,9 @@ TEST(TopologyFile, ExampleFilesParse) {
 
 TEST(TopologyFile, ReadsTheFileStrataTopoFileNames) {
   ::unsetenv("STRATA_TOPO_FILE");
-  EXPECT_FALSE(topo::load_topology_from_env(8));
+  EXPECT_FALSE(strata::detail::topology_file(strata::detail::check_settings({}), 8));
   ::setenv("STRATA_TOPO_FILE", (examples() / "two-regions.textproto").c_str(), 1);
-  const auto f = topo::load_topology_from_env(8);
+  const auto f = strata::detail::topology_file(strata::detail::check_settings({}), 8);
   ::unsetenv("STRATA_TOPO_FILE");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->placements.size(), 8u);

@@ -22,6 +22,8 @@
 #include "bootstrap/file_store.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
+#include "core/settings_check.hpp"
+#include "core/wan_settings.hpp"
 #include "wan/wan_transport.hpp"
 
 namespace strata::transport {
@@ -104,8 +106,8 @@ constexpr auto kWan = static_cast<TransportKind>(100);
 
 std::unique_ptr<Transport> make_for_test(TransportKind kind, int rank, int n,
                                          bootstrap::Store& store, Clock::time_point deadline) {
-  if (kind == kWan) return wan::make_wan_transport(rank, n, store, deadline);
-  return make_transport(kind, rank, n, store, deadline, {});
+  if (kind == kWan) return wan::make_wan_transport(rank, n, store, deadline, detail::wan_options());
+  return make_transport(kind, rank, n, store, deadline, {}, detail::check_settings({}).fabric);
 }
 
 class TransportConformance : public ::testing::TestWithParam<TransportKind> {

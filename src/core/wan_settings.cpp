@@ -1,16 +1,30 @@
-#include "wan/wan_options.hpp"
+#include "core/wan_settings.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "base/config.hpp"
+#include "strata/errors.hpp"
 
-namespace strata::wan {
+namespace strata::detail {
 
-WanOptions wan_options_from_config() {
-  WanOptions o;
-  o.emulation = parse_emulation(config::get(config::wan_emulate));
+wan::TlsSettings tls_settings() {
+  wan::TlsSettings s;
+  s.on = config::get(config::wan_tls) != 0;
+  s.cert = config::get(config::tls_cert);
+  s.key = config::get(config::tls_key);
+  s.ca = config::get(config::tls_ca);
+  const int given = !s.cert.empty() + !s.key.empty() + !s.ca.empty();
+  if (given != 0 && given != 3)
+    throw InvalidArgument("STRATA_TLS_CERT, STRATA_TLS_KEY and STRATA_TLS_CA go together: set all three, or none "
+                          "(the job's secret then keys TLS)");
+  return s;
+}
+
+wan::WanOptions wan_options() {
+  wan::WanOptions o;
+  o.emulation = wan::parse_emulation(config::get(config::wan_emulate));
   o.stripe_bytes = static_cast<std::size_t>(config::get(config::wan_stripe_bytes));
   o.socket_buffer = static_cast<int>(config::get(config::wan_socket_buffer));
   o.keepalive = std::chrono::milliseconds(static_cast<std::int64_t>(config::get(config::keepalive_s) * 1000));
@@ -29,8 +43,8 @@ WanOptions wan_options_from_config() {
   o.send_buffer = static_cast<std::size_t>(config::get(config::wan_send_buffer));
   const double timeout_s = config::get(config::timeout_s);
   o.reconnect_for = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
-  o.tls = TlsSettings::from_config();
+  o.tls = tls_settings();
   return o;
 }
 
-}  // namespace strata::wan
+}  // namespace strata::detail
