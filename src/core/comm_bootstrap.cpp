@@ -111,6 +111,18 @@ void CommImpl::connect_mesh(const std::vector<std::string>& addresses, Clock::ti
   events.lost = [this](int r, const std::string& why) { failures_.on_peer_lost(r, why); };
   events.notice = [this](const bootstrap::ControlNotice& n) { failures_.on_notice(n); };
   mesh_->connect(addresses, deadline, std::move(events), livenesses_);
+  // A rank's mesh is up once it is connected to every peer, but a peer may not yet be
+  // through its side of their link: a rank that left creation and closed the
+  // communicator at once was then taken for dead by a peer still connecting. Every rank
+  // tells every other that its mesh is up and waits to hear the same from all.
+  std::vector<int> everyone(static_cast<std::size_t>(size_));
+  std::vector<std::string> keys;
+  for (int r = 0; r < size_; ++r) {
+    everyone[static_cast<std::size_t>(r)] = r;
+    keys.push_back("mesh-up/" + std::to_string(r));
+  }
+  mesh_->put("mesh-up/" + std::to_string(rank_), "", everyone);
+  mesh_->wait(keys, deadline, everyone);
 }
 
 void CommImpl::ensure_descriptors() {
