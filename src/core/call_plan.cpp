@@ -9,16 +9,6 @@ std::uint8_t CallPlan::fingerprint_id() const {
   return declared ? static_cast<std::uint8_t>(static_cast<int>(declared->id) + 1) : std::uint8_t{0};
 }
 
-std::string CallPlan::describe() const {
-  switch (route) {
-    case Route::pairwise: return "pairwise exchange";
-    case Route::compressed: return "compressed allreduce";
-    case Route::hierarchical: return "hierarchical plan";
-    case Route::flat: break;
-  }
-  return std::string("flat ") + (algorithm ? algorithm->name : "?") + (tuned ? " (tuned)" : "");
-}
-
 CallPlan settle_plan(const PlanInputs& in, const collectives::CollArgs& a, const std::string& what) {
   CallPlan p;
   p.declared = a.algorithm;

@@ -33,7 +33,6 @@ struct CallPlan {
 
   // The fingerprint's id for `declared` (0: none).
   std::uint8_t fingerprint_id() const;
-  std::string describe() const;  // "flat ring (tuned)", for logs
 };
 
 // What a plan is settled from: the communicator's selector, tuner (nullptr: off) and

@@ -71,6 +71,11 @@ void CallRouter::run(Fingerprint fp, const collectives::CollArgs& a, Clock::time
 
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
   Fingerprint theirs;
+  auto mismatch = [&fp, rank](int peer, const Fingerprint& other) {
+    return MismatchError("collective mismatch: rank " + std::to_string(rank) + " called " + fp.describe() +
+                         " but rank " + std::to_string(peer) + " called " + other.describe() +
+                         algorithm_difference(fp, other));
+  };
   transport::RequestPtr fp_send, fp_recv;
   try {
     const CallPlan plan = settle_plan(p_.plan, a, what);
@@ -81,21 +86,16 @@ void CallRouter::run(Fingerprint fp, const collectives::CollArgs& a, Clock::time
       fp_recv = p_.transport->irecv(prev, tag, &theirs, sizeof theirs);
       fp_send = p_.transport->isend(next, tag, &fp, sizeof fp);
       params.stamp.assign(reinterpret_cast<const char*>(&fp), sizeof fp);
-      params.stamp_mismatch = [&](int peer, const std::string& bytes) {
+      params.stamp_mismatch = [mismatch](int peer, const std::string& bytes) {
         Fingerprint other;
         std::memcpy(&other, bytes.data(), std::min(bytes.size(), sizeof other));
-        throw MismatchError("collective mismatch: rank " + std::to_string(rank) + " called " + fp.describe() +
-                            " but rank " + std::to_string(peer) + " called " + other.describe() +
-                            algorithm_difference(fp, other));
+        throw mismatch(peer, other);
       };
       params.guard = [&](bool final) {
         if (!fp_recv->done() && final)  // the fingerprint travels ahead of the data
           transport::wait(*p_.transport, fp_recv, Clock::now() + std::chrono::seconds(1));
         if (!fp_recv->done() || !fp_recv->error().empty()) return;
-        if (std::memcmp(&theirs, &fp, sizeof fp) != 0)
-          throw MismatchError("collective mismatch: rank " + std::to_string(rank) + " called " + fp.describe() +
-                              " but rank " + std::to_string(prev) + " called " + theirs.describe() +
-                              algorithm_difference(fp, theirs));
+        if (std::memcmp(&theirs, &fp, sizeof fp) != 0) throw mismatch(prev, theirs);
       };
     }
     collectives::Context ctx(params);

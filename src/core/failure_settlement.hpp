@@ -47,7 +47,6 @@ class FailureSettlement {
   void abort(const std::string& why);
 
   std::vector<int> lost() const { return health_.lost(); }
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
 
  private:
   void tell_everyone(ErrorCode code, std::uint64_t seq, const std::string& text, std::vector<int> lost = {});

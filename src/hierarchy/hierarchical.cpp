@@ -10,6 +10,10 @@ bool plan_runs(const Plan& plan, CollectiveKind kind) {
     case CollectiveKind::broadcast:
       return true;
     case CollectiveKind::barrier:
+      // Split rail: every rank is at every level, and the levels' groups cut the world
+      // like the digits of a number, so a barrier per level, innermost first, waits for
+      // all: the region level's crosses the WAN once. The leader plan's non-leaders
+      // would need a second pass down; it runs flat.
       return plan.kind == Plan::Kind::split_rail;
     default:
       return false;
@@ -18,6 +22,7 @@ bool plan_runs(const Plan& plan, CollectiveKind kind) {
 
 bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
                       quant::ErrorFeedback* feedback) {
+  if (!plan_runs(plan, a.kind)) return false;
   const bool split = plan.kind == Plan::Kind::split_rail;
   const bool compressed = a.compression && a.compression->lossy();
   switch (a.kind) {
@@ -39,11 +44,6 @@ bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collect
       split ? split_rail_broadcast(ctx, plan, a) : leader_broadcast(ctx, plan, a);
       return true;
     case CollectiveKind::barrier:
-      // Split rail: every rank is at every level, and the levels' groups cut the world
-      // like the digits of a number, so a barrier per level, innermost first, waits for
-      // all: the region level's crosses the WAN once. The leader plan's non-leaders
-      // would need a second pass down; it runs flat.
-      if (!split) return false;
       for (const auto& g : plan.mine) collectives::run_collective(ctx, g, a);
       return true;
     default:
