@@ -44,6 +44,7 @@ constexpr std::chrono::milliseconds kConnectTimeout{1000};
 // process may still hold its port for a moment, then two a second.
 constexpr int kQuickAttempts = 10;
 constexpr std::chrono::milliseconds kQuickRetry{50}, kSlowRetry{500};
+constexpr std::chrono::milliseconds kReadGrace{200};  // on_write_failed
 // How long the higher rank of a broken pair waits for the lower to dial before nudging it.
 constexpr std::chrono::milliseconds kNudgeAfter{1000};
 // The handshake payload names the dialling rank; this bit marks a probe, which only asks
@@ -708,9 +709,17 @@ class ControlMesh::Impl {
       if (q.conn != c) return check_drained();  // this connection was replaced: its queue went with it
       q.writing = false;
       q.out.pop_front();
-      if (ec) return on_broken(r, c, sys::describe(ec));
+      if (ec) return on_write_failed(r, c, sys::describe(ec));
       send(r, "");
     });
+  }
+
+  // A write fails once the peer has closed, often with its last frames (a notice, its
+  // goodbye) still unread here: the read side reaches the end after them, so the write
+  // side only makes sure the end is found if the read side somehow does not.
+  void on_write_failed(int r, const ConnPtr& c, const std::string& why) {
+    auto timer = std::make_shared<asio::steady_timer>(io_, kReadGrace);
+    timer->async_wait([this, r, c, timer, why](boost::system::error_code) { on_broken(r, c, why); });
   }
 
   void check_drained() {

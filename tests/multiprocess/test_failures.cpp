@@ -52,7 +52,7 @@ class Failures : public ::testing::TestWithParam<TransportKind> {
       expect_error([&] { (r == 1 ? odd : even)(comm); });
     });
     ASSERT_EQ(failures(rs), "");
-    for (const auto& r : rs) EXPECT_NE(r.output.find("ERROR collective mismatch"), std::string::npos) << r.output;
+    for (const auto& r : rs) EXPECT_NE(r.output.find("ERROR collective mismatch"), std::string::npos) << joined(rs);
     EXPECT_TRUE(std::regex_search(joined(rs), std::regex(want))) << joined(rs);
   }
 };
