@@ -23,7 +23,7 @@ bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
 
 }  // namespace
 
-void alltoall(Context& ctx, const Group& g, const CollArgs& a) {
+Steps alltoall(Context& ctx, const Group& g, const CollArgs& a) {
   const Splits& s = *a.splits;
   const int p = g.size(), me = g.me;
   const std::size_t esz = dtype_size(a.dtype);
@@ -56,10 +56,10 @@ void alltoall(Context& ctx, const Group& g, const CollArgs& a) {
   if (own) std::memmove(const_cast<char*>(at(a.recv, s.recv_displs[u(me)])), at(send, s.send_displs[u(me)]), own);
   for (int k = 1; k < p; ++k) {
     const int from = (me - k + p) % p;
-    ctx.wait(recvs[u(from)]);
+    co_await ctx.wait(recvs[u(from)]);
     ctx.expect_bytes(recvs[u(from)], s.recv_counts[u(from)] * esz);
   }
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(std::move(sends));
 }
 
 }  // namespace strata::collectives

@@ -10,6 +10,6 @@
 namespace strata::collectives {
 
 // a.splits gives the layout; a.send may overlap a.recv (it is staged first).
-void alltoall(Context& ctx, const Group& g, const CollArgs& a);
+Steps alltoall(Context& ctx, const Group& g, const CollArgs& a);
 
 }  // namespace strata::collectives

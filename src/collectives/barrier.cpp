@@ -3,12 +3,12 @@
 
 namespace strata::collectives {
 
-void dissemination_barrier(Context& ctx, const Group& g, Channel ch) {
+Steps dissemination_barrier(Context& ctx, const Group& g, Channel ch) {
   const int p = g.size();
   for (int d = 1; d < p; d <<= 1) {
     const auto r = ctx.recv(g.rank(mod(g.me - d, p)), ch, nullptr, 0);
     const auto s = ctx.send(g.rank(mod(g.me + d, p)), ch, nullptr, 0);
-    ctx.wait_all({r, s});
+    co_await ctx.wait(r, s);
   }
 }
 

@@ -8,7 +8,7 @@
 
 namespace strata::collectives {
 
-void binomial_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
+Steps binomial_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
                         std::size_t count, DataType dt, int root) {
   const std::size_t bytes = count * dtype_size(dt);
   const int p = g.size();
@@ -18,16 +18,16 @@ void binomial_broadcast(Context& ctx, const Group& g, const void* send, void* re
     if (recv != send && bytes) std::memcpy(recv, send, bytes);
   } else {
     const auto r = ctx.recv(real(binomial_parent(vr)), Channel::data, recv, bytes);
-    ctx.wait(r);
+    co_await ctx.wait(r);
     ctx.expect_bytes(r, bytes);
   }
   std::vector<RequestPtr> sends;
   for (int m = binomial_first_child_step(vr); vr + m < p; m <<= 1)
     sends.push_back(ctx.send(real(vr + m), Channel::data, recv, bytes));
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 }
 
-void binomial_reduce(Context& ctx, const Group& g, const void* send, void* recv,
+Steps binomial_reduce(Context& ctx, const Group& g, const void* send, void* recv,
                      std::size_t count, DataType dt, ReduceOp op, int root) {
   const std::size_t bytes = count * dtype_size(dt);
   const int p = g.size();
@@ -44,12 +44,12 @@ void binomial_reduce(Context& ctx, const Group& g, const void* send, void* recv,
   for (std::size_t i = 0; i < children.size(); ++i)
     recvs.push_back(ctx.recv(real(children[i]), Channel::data, staging + i * bytes, bytes));
   for (std::size_t i = 0; i < children.size(); ++i) {
-    ctx.wait(recvs[i]);
+    co_await ctx.wait(recvs[i]);
     ctx.expect_bytes(recvs[i], bytes);
     kernels::reduce(dt, op, acc, acc, staging + i * bytes, count);
   }
   if (vr != 0) {
-    ctx.wait(ctx.send(real(binomial_parent(vr)), Channel::data, acc, bytes));
+    co_await ctx.wait(ctx.send(real(binomial_parent(vr)), Channel::data, acc, bytes));
   } else if (op == ReduceOp::avg) {
     kernels::finish_avg(dt, acc, count, p);
   }

@@ -7,7 +7,7 @@
 
 namespace strata::collectives {
 
-void chain_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
+Steps chain_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
                      std::size_t count, DataType dt, int root) {
   const std::size_t esz = dtype_size(dt);
   const int p = g.size();
@@ -26,19 +26,19 @@ void chain_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
         sends.push_back(ctx.send(next, Channel::data, src + off(c), len(c)));
     // The root's own copy overlaps with the sends already on their way.
     if (recv != send && count) std::memcpy(recv, send, count * esz);
-    ctx.wait_all(sends);
-    return;
+    co_await ctx.wait_all(sends);
+    co_return;
   }
   char* dst = static_cast<char*>(recv);
   const int prev = g.rank(mod(g.me - 1, p));
   std::vector<RequestPtr> recvs;
   for (std::size_t c = 0; c < C; ++c) recvs.push_back(ctx.recv(prev, Channel::data, dst + off(c), len(c)));
   for (std::size_t c = 0; c < C; ++c) {
-    ctx.wait(recvs[c]);
+    co_await ctx.wait(recvs[c]);
     ctx.expect_bytes(recvs[c], len(c));
     if (has_next) sends.push_back(ctx.send(next, Channel::data, dst + off(c), len(c)));
   }
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 }
 
 }  // namespace strata::collectives

@@ -3,11 +3,14 @@
 // and the cross-rank consistency check, and reusable scratch memory.
 #pragma once
 
+#include <coroutine>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "collectives/steps.hpp"
+#include "strata/errors.hpp"
 #include "transport/tags.hpp"
 #include "transport/transport.hpp"
 
@@ -55,6 +58,8 @@ struct Group {
 class Scratch {
  public:
   void* get(int slot, std::size_t bytes);
+  // Scratch of its own for work in flight beside this one's (Context::lane).
+  Scratch& lane(std::size_t i);
 
  private:
   struct AlignedDelete {
@@ -65,6 +70,33 @@ class Scratch {
     std::size_t size = 0;
   };
   Block blocks_[5];
+  std::vector<std::unique_ptr<Scratch>> lanes_;
+};
+
+class Context;
+
+// What `co_await ctx.wait(...)` suspends on: the requests, and the coroutine to resume
+// when they are all done. It waits in its context's driver while suspended.
+class [[nodiscard]] WaitFor {
+ public:
+  WaitFor(Context& ctx, std::vector<RequestPtr> reqs) : ctx_(&ctx), reqs_(std::move(reqs)) {}
+  WaitFor(const WaitFor&) = delete;
+  WaitFor& operator=(const WaitFor&) = delete;
+  ~WaitFor();
+
+  // Always suspends: the driver's wait also progresses the transport and runs the
+  // consistency check, as every wait did when algorithms blocked.
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h);
+  // The first request's byte count (wait_bytes).
+  std::size_t await_resume() const { return reqs_.empty() ? 0 : reqs_.front()->bytes(); }
+
+ private:
+  friend class Context;
+  Context* ctx_;
+  std::vector<RequestPtr> reqs_;
+  std::coroutine_handle<> h_;
+  bool parked_ = false;
 };
 
 class Context {
@@ -86,7 +118,7 @@ class Context {
     // calls of hierarchical plans included; nullptr: threshold_chooser().
     const Chooser* chooser = nullptr;
   };
-  explicit Context(Params p) : p_(std::move(p)) {}
+  explicit Context(Params p);
 
   // Peers are transport ranks (use Group::rank to translate).
   RequestPtr send(int peer, Channel ch, const void* buf, std::size_t bytes);
@@ -99,20 +131,29 @@ class Context {
   // shared_memory, and its size; failures name the collective and both ranks.
   char* shared_slot(int r);
   std::size_t shared_slot_bytes() const;
-  void wait(const RequestPtr& r);
-  void wait_all(const std::vector<RequestPtr>& rs);
-  // Waits until at least `r` is done, also failing on mismatch; returns its byte count.
-  std::size_t wait_bytes(const RequestPtr& r);
+  // Suspends the calling coroutine until every request is done (co_await ctx.wait(r));
+  // the driver fails the call on a failed request, a detected mismatch or the deadline.
+  // wait_bytes yields the byte count of what arrived.
+  WaitFor wait(RequestPtr r);
+  WaitFor wait(RequestPtr a, RequestPtr b);
+  WaitFor wait_all(std::vector<RequestPtr> rs);
+  WaitFor wait_bytes(RequestPtr r) { return wait(std::move(r)); }
   // After a completed receive: a short message means the sender disagreed about sizes.
   void expect_bytes(const RequestPtr& r, std::size_t bytes);
 
-  // Work that must keep moving while this context blocks (a pipelined plan's stages in
-  // flight): called between polls of the transport by every wait below. Its own
-  // failures propagate out of the wait that ran it.
-  void set_background(std::function<void()> f) { background_ = std::move(f); }
-  // Blocks, driving the transport and the background work, until done() is true.
-  // `waiting_for` names what is awaited in the timeout message.
-  void wait_until(const std::function<bool()>& done, const std::string& waiting_for);
+  // Drives `s` (and whatever it started) to its end on this thread: resumes each piece
+  // of work whose requests are done, runs the consistency check now and then, enforces
+  // the deadline. Rethrows the first failure.
+  void run(Steps s);
+  // Blocks until every request is done: run() of a single wait.
+  void finish(std::vector<RequestPtr> rs);
+  // Puts `s` in flight beside the running work (it runs up to its first suspension now),
+  // to be awaited later (co_await s); a failure it meets before then ends run() at once.
+  // `s` and the context it runs in must outlive it.
+  void start(Steps& s);
+  // The same call on scratch memory of its own (lane i of this context's), for work
+  // started beside this context's.
+  Context lane(std::size_t i) const;
 
   // Slots 0-2 belong to the flat algorithms; 3 is free for plans that call them.
   void* scratch(int slot, std::size_t bytes) { return p_.scratch->get(slot, bytes); }
@@ -128,10 +169,15 @@ class Context {
   void check_stamp(int peer, const std::string& theirs);
 
  private:
+  friend class WaitFor;
+  struct Driver;
+  void drive();
+  void resume(WaitFor* w);
   [[noreturn]] void throw_timeout(const std::string& waiting_for);
+  [[noreturn]] void rethrow_failed_request(const TransportError& e);
 
   Params p_;
-  std::function<void()> background_;
+  std::shared_ptr<Driver> driver_;  // shared by this context's lanes
 };
 
 }  // namespace strata::collectives

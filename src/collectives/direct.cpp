@@ -19,7 +19,7 @@ namespace {
 // size), calling on_chunk(offset, length) in elements as each chunk is final (op avg
 // divided already). Sends every other block of `send` to its owner.
 template <class OnChunk>
-void scatter_reduce(Context& ctx, const Group& g, const char* send, char* out, const Blocks& B,
+Steps scatter_reduce(Context& ctx, const Group& g, const char* send, char* out, const Blocks& B,
                     DataType dt, ReduceOp op, OnChunk on_chunk) {
   const int p = g.size(), me = g.me;
   const std::size_t esz = dtype_size(dt), mine = B.size(me);
@@ -48,23 +48,23 @@ void scatter_reduce(Context& ctx, const Group& g, const char* send, char* out, c
     // A fixed order (nearest sender first), so repeated runs give the same bits too.
     for (int k = 1; k < p; ++k) {
       const auto& r = recvs[static_cast<std::size_t>(k - 1) * C + c];
-      ctx.wait(r);
+      co_await ctx.wait(r);
       ctx.expect_bytes(r, len * esz);
       kernels::reduce(dt, op, out + off * esz, k == 1 ? own + off * esz : out + off * esz, slot(k) + off * esz, len);
     }
     if (op == ReduceOp::avg) kernels::finish_avg(dt, out + off * esz, len, p);
     on_chunk(off, len);
   }
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 }
 
 }  // namespace
 
-void direct_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+Steps direct_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
                       std::size_t count, DataType dt, ReduceOp op) {
   const int p = g.size(), me = g.me;
   const std::size_t esz = dtype_size(dt);
-  if (p == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
+  if (p == 1 || count == 0) co_return copy_if_distinct(recv, send, count * esz);
   const Blocks B{count, p, 0};
   char* out = static_cast<char*>(recv);
   const std::size_t C = chunk_count(B.size(0), esz, ctx.chunk_bytes());
@@ -79,35 +79,35 @@ void direct_allreduce(Context& ctx, const Group& g, const void* send, void* recv
                                  piece_size(len, C, c) * esz));
   }
   char* mine = out + B.begin(me) * esz;
-  scatter_reduce(ctx, g, static_cast<const char*>(send), mine, B, dt, op, [&](std::size_t off, std::size_t len) {
+  co_await scatter_reduce(ctx, g, static_cast<const char*>(send), mine, B, dt, op, [&](std::size_t off, std::size_t len) {
     for (int k = 1; k < p; ++k)
       sends.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::result, mine + off * esz, len * esz));
   });
-  ctx.wait_all(results);
+  co_await ctx.wait_all(results);
   for (int k = 1, i = 0; k < p; ++k) {
     const std::size_t len = B.size(direct_from(me, k, p));
     for (std::size_t c = 0; len && c < C; ++c) ctx.expect_bytes(results[static_cast<std::size_t>(i++)], piece_size(len, C, c) * esz);
   }
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 }
 
-void direct_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+Steps direct_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
                            std::size_t recvcount, DataType dt, ReduceOp op) {
   const int p = g.size();
-  if (p == 1 || recvcount == 0) return copy_if_distinct(recv, send, recvcount * dtype_size(dt));
+  if (p == 1 || recvcount == 0) co_return copy_if_distinct(recv, send, recvcount * dtype_size(dt));
   const Blocks B{recvcount * static_cast<std::size_t>(p), p, recvcount};
   // In place recv is send's own block: reduce(out, a, b) allows out == a.
-  scatter_reduce(ctx, g, static_cast<const char*>(send), static_cast<char*>(recv), B, dt, op,
+  co_await scatter_reduce(ctx, g, static_cast<const char*>(send), static_cast<char*>(recv), B, dt, op,
                  [](std::size_t, std::size_t) {});
 }
 
-void direct_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+Steps direct_allgather(Context& ctx, const Group& g, const void* send, void* recv,
                       std::size_t sendcount, DataType dt) {
   const int p = g.size(), me = g.me;
   const std::size_t block = sendcount * dtype_size(dt);
   char* out = static_cast<char*>(recv);
   copy_if_distinct(out + static_cast<std::size_t>(me) * block, send, block);
-  if (p == 1 || sendcount == 0) return;
+  if (p == 1 || sendcount == 0) co_return;
   std::vector<RequestPtr> recvs, sends;
   for (int k = 1; k < p; ++k) {
     const int from = direct_from(me, k, p);
@@ -115,9 +115,9 @@ void direct_allgather(Context& ctx, const Group& g, const void* send, void* recv
   }
   for (int k = 1; k < p; ++k)
     sends.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::data, out + static_cast<std::size_t>(me) * block, block));
-  ctx.wait_all(recvs);
+  co_await ctx.wait_all(recvs);
   for (const auto& r : recvs) ctx.expect_bytes(r, block);
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 }
 
 }  // namespace strata::collectives

@@ -53,8 +53,8 @@ const Algorithm& resolve_algorithm(const Chooser& chooser, const Group& g, const
   return *a.algorithm;
 }
 
-void run_collective(Context& ctx, const Group& g, const CollArgs& a) {
-  resolve_algorithm(ctx.chooser(), g, a, ctx.what()).run(ctx, g, a);
+Steps run_collective(Context& ctx, const Group& g, const CollArgs& a) {
+  return resolve_algorithm(ctx.chooser(), g, a, ctx.what()).run(ctx, g, a);
 }
 
 }  // namespace strata::collectives

@@ -60,6 +60,6 @@ const Algorithm& resolve_algorithm(const Chooser& chooser, const Group& g, const
                                    const std::string& what);
 
 // Runs a over g with resolve_algorithm(ctx.chooser(), ...).
-void run_collective(Context& ctx, const Group& g, const CollArgs& a);
+Steps run_collective(Context& ctx, const Group& g, const CollArgs& a);
 
 }  // namespace strata::collectives

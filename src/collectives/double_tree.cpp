@@ -28,12 +28,10 @@ struct Half {
   char* staging = nullptr;  // nchild * len elements: the children's partial sums
   std::vector<RequestPtr> from_child[2];
   std::vector<RequestPtr> from_parent;
-  std::size_t up = 0;    // chunks reduced and passed up (or completed, at the root)
-  std::size_t down = 0;  // chunks received from the parent and passed down
+  bool reduce_up = true;  // false in a broadcast: chunks only come down from the parent
 
   std::size_t off(std::size_t c) const { return begin + piece_begin(len, chunks, c); }
   std::size_t size(std::size_t c) const { return piece_size(len, chunks, c); }
-  bool finished() const { return up == chunks && (parent < 0 || down == chunks); }
 };
 
 class Pipeline {
@@ -46,7 +44,7 @@ class Pipeline {
   void add(Half h, bool reduce_up, int staging_slot) {
     if (h.len == 0) return;
     h.chunks = chunk_count(h.len, esz_, ctx_.chunk_bytes());
-    if (!reduce_up) h.up = h.chunks;  // nothing to reduce: every chunk may pass down
+    h.reduce_up = reduce_up;
     if (reduce_up && h.nchild)
       h.staging = static_cast<char*>(ctx_.scratch(staging_slot, static_cast<std::size_t>(h.nchild) * h.len * esz_));
     for (int i = 0; i < (reduce_up ? h.nchild : 0); ++i)
@@ -60,44 +58,36 @@ class Pipeline {
     halves_.push_back(std::move(h));
   }
 
-  void run(const std::string& what) {
-    ctx_.wait_until(
-        [&] {
-          bool moved = true;
-          while (moved) {
-            moved = false;
-            for (auto& h : halves_) moved = advance(h) || moved;
-          }
-          for (const auto& h : halves_)
-            if (!h.finished()) return false;
-          return true;
-        },
-        what);
-    ctx_.wait_all(sends_);
+  // Each half moves up and down as two pieces of work in flight, each in chunk order
+  // (each link is one FIFO stream): a chunk goes up as soon as the children's parts of
+  // it are in, and down as soon as the parent's result is.
+  Steps run() {
+    std::vector<Steps> work;
+    for (auto& h : halves_) {
+      if (h.reduce_up) work.push_back(up(h));
+      if (h.parent >= 0) work.push_back(down(h));
+    }
+    for (auto& w : work) ctx_.start(w);
+    for (auto& w : work) co_await w;
+    co_await ctx_.wait_all(std::move(sends_));
   }
 
  private:
   char* stage(const Half& h, int child, std::size_t c) const {
     return h.staging + (static_cast<std::size_t>(child) * h.len + piece_begin(h.len, h.chunks, c)) * esz_;
   }
-  void done(const RequestPtr& r, std::size_t bytes) {
-    ctx_.wait(r);  // already complete: rethrows its error, if any
-    ctx_.expect_bytes(r, bytes);
-  }
   void pass_down(const Half& h, std::size_t c, const char* data) {
     for (int i = 0; i < h.nchild; ++i) sends_.push_back(ctx_.send(h.children[i], h.ch, data, h.size(c) * esz_));
   }
-
-  // Moves every chunk of h that is ready, in chunk order (each link is one FIFO stream).
-  bool advance(Half& h) {
-    bool moved = false;
-    while (h.up < h.chunks && children_ready(h, h.up)) {
-      const std::size_t c = h.up++, n = h.size(c), off = h.off(c) * esz_;
+  Steps up(Half& h) {
+    for (std::size_t c = 0; c < h.chunks; ++c) {
+      const std::size_t n = h.size(c), off = h.off(c) * esz_;
       const char* partial = send_ + off;
       if (h.nchild) {
         char* dst = recv_ + off;
         for (int i = 0; i < h.nchild; ++i) {
-          done(h.from_child[i][c], n * esz_);
+          co_await ctx_.wait(h.from_child[i][c]);
+          ctx_.expect_bytes(h.from_child[i][c], n * esz_);
           kernels::reduce(dt_, op_, dst, i == 0 ? send_ + off : dst, stage(h, i, c), n);
         }
         partial = dst;
@@ -108,20 +98,14 @@ class Pipeline {
         if (op_ == ReduceOp::avg) kernels::finish_avg(dt_, recv_ + off, n, p_);
         pass_down(h, c, recv_ + off);
       }
-      moved = true;
     }
-    while (h.parent >= 0 && h.down < h.up && h.from_parent[h.down]->done()) {
-      const std::size_t c = h.down++;
-      done(h.from_parent[c], h.size(c) * esz_);
-      pass_down(h, c, recv_ + h.off(c) * esz_);
-      moved = true;
-    }
-    return moved;
   }
-  bool children_ready(const Half& h, std::size_t c) const {
-    for (int i = 0; i < h.nchild; ++i)
-      if (!h.from_child[i][c]->done()) return false;
-    return true;
+  Steps down(Half& h) {
+    for (std::size_t c = 0; c < h.chunks; ++c) {
+      co_await ctx_.wait(h.from_parent[c]);
+      ctx_.expect_bytes(h.from_parent[c], h.size(c) * esz_);
+      pass_down(h, c, recv_ + h.off(c) * esz_);
+    }
   }
 
   Context& ctx_;
@@ -151,10 +135,10 @@ Half tree_half(int t, int me, int q, Real real) {
 
 }  // namespace
 
-void double_tree_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+Steps double_tree_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
                            std::size_t count, DataType dt, ReduceOp op) {
   const int p = g.size();
-  if (p == 1 || count == 0) return copy_if_distinct(recv, send, count * dtype_size(dt));
+  if (p == 1 || count == 0) co_return copy_if_distinct(recv, send, count * dtype_size(dt));
   Pipeline pipe(ctx, static_cast<const char*>(send), static_cast<char*>(recv), dt, op, p);
   for (int t = 0; t < 2; ++t) {
     Half h = tree_half(t, g.me, p, [&](int i) { return g.rank(i); });
@@ -162,18 +146,18 @@ void double_tree_allreduce(Context& ctx, const Group& g, const void* send, void*
     h.len = piece_size(count, 2, static_cast<std::size_t>(t));
     pipe.add(std::move(h), true, t);
   }
-  pipe.run("double-tree allreduce chunks from tree neighbours");
+  co_await pipe.run();
 }
 
 // The root feeds each half to the root of its tree; the trees span the other p - 1
 // ranks, so the root sends the vector once and every other rank forwards at most once.
-void double_tree_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
+Steps double_tree_broadcast(Context& ctx, const Group& g, const void* send, void* recv,
                            std::size_t count, DataType dt, int root) {
   const int p = g.size();
   const std::size_t esz = dtype_size(dt);
   if (p == 1 || count == 0) {
     if (g.me == root) copy_if_distinct(recv, send, count * esz);
-    return;
+    co_return;
   }
   const int q = p - 1;  // tree index i is group index root + 1 + i
   auto real = [&](int i) { return g.rank(mod(root + 1 + i, p)); };
@@ -191,8 +175,8 @@ void double_tree_broadcast(Context& ctx, const Group& g, const void* send, void*
                                  src + (begin + piece_begin(len, C, c)) * esz, piece_size(len, C, c) * esz));
     }
     copy_if_distinct(recv, send, count * esz);  // overlaps the sends already on their way
-    ctx.wait_all(sends);
-    return;
+    co_await ctx.wait_all(std::move(sends));
+    co_return;
   }
   Pipeline pipe(ctx, nullptr, static_cast<char*>(recv), dt, ReduceOp::sum, p);
   const int me = mod(g.me - root, p) - 1;
@@ -203,7 +187,7 @@ void double_tree_broadcast(Context& ctx, const Group& g, const void* send, void*
     h.len = piece_size(count, 2, static_cast<std::size_t>(t));
     pipe.add(std::move(h), false, t);
   }
-  pipe.run("double-tree broadcast chunks from tree parents");
+  co_await pipe.run();
 }
 
 }  // namespace strata::collectives

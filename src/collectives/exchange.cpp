@@ -24,11 +24,11 @@
 
 namespace strata::collectives {
 
-void exchange_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
+Steps exchange_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
                         DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt);
   const int p = g.size(), me = g.me;
-  if (p == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
+  if (p == 1 || count == 0) co_return copy_if_distinct(recv, send, count * esz);
   const std::size_t C = chunk_count(count, esz, ctx.chunk_bytes());  // the same on every rank
   const std::size_t most = piece_size(count, C, 0) * esz;
   // Slot q holds position q's chunk; this rank's own is read from `send` unless the call
@@ -58,11 +58,11 @@ void exchange_allreduce(Context& ctx, const Group& g, const void* send, void* re
     }
     for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::exchange, in + off, len));
     if (c == 0 && !stamps.empty()) {
-      ctx.wait_all(stamps);  // they travel ahead of the data: no round of their own
+      co_await ctx.wait_all(stamps);  // they travel ahead of the data: no round of their own
       for (int q = 0; q < p; ++q)
         if (q != me) ctx.check_stamp(g.rank(q), theirs[static_cast<std::size_t>(q)]);
     }
-    ctx.wait_all(reqs);
+    co_await ctx.wait_all(reqs);
     for (int k = 0; k < p - 1; ++k) ctx.expect_bytes(reqs[static_cast<std::size_t>(k)], len);
     const char* own = in + off;
     if (in == out) own = static_cast<const char*>(std::memcpy(slot(me), in + off, len));
@@ -74,9 +74,9 @@ void exchange_allreduce(Context& ctx, const Group& g, const void* send, void* re
   }
 }
 
-void exchange_barrier(Context& ctx, const Group& g) {
+Steps exchange_barrier(Context& ctx, const Group& g) {
   const int p = g.size(), me = g.me;
-  if (p == 1) return;
+  if (p == 1) co_return;
   // The messages carry the call's stamp, so a barrier met by another collective is named
   // here rather than by whatever that collective's ranks then wait for.
   const std::string& stamp = ctx.stamp();
@@ -87,7 +87,7 @@ void exchange_barrier(Context& ctx, const Group& g) {
     reqs.push_back(ctx.recv(g.rank(from), Channel::exchange_stamp, theirs[static_cast<std::size_t>(from)].data(), stamp.size()));
   }
   for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(me, k, p)), Channel::exchange_stamp, stamp.data(), stamp.size()));
-  ctx.wait_all(reqs);
+  co_await ctx.wait_all(reqs);
   for (int q = 0; q < p; ++q)
     if (q != me) ctx.check_stamp(g.rank(q), theirs[static_cast<std::size_t>(q)]);
 }

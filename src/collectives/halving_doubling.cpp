@@ -59,11 +59,11 @@ std::vector<RequestPtr> post_chunks(Context& ctx, int peer, Channel ch, char* tm
 
 // out = a op (what the posted receives bring into tmp), chunk by chunk so the reduction
 // overlaps the transfer.
-void reduce_chunks(Context& ctx, const std::vector<RequestPtr>& recvs, char* out, const char* a,
+Steps reduce_chunks(Context& ctx, const std::vector<RequestPtr>& recvs, char* out, const char* a,
                    const char* tmp, std::size_t len, DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt), C = recvs.size();
   for (std::size_t c = 0; c < C; ++c) {
-    ctx.wait(recvs[c]);
+    co_await ctx.wait(recvs[c]);
     const std::size_t off = piece_begin(len, C, c) * esz, n = piece_size(len, C, c);
     ctx.expect_bytes(recvs[c], n * esz);
     kernels::reduce(dt, op, out + off, a + off, tmp + off, n);
@@ -71,14 +71,14 @@ void reduce_chunks(Context& ctx, const std::vector<RequestPtr>& recvs, char* out
 }
 
 // tmp holds len elements.
-void recv_reduce(Context& ctx, int peer, Channel ch, char* out, const char* a, char* tmp,
+Steps recv_reduce(Context& ctx, int peer, Channel ch, char* out, const char* a, char* tmp,
                  std::size_t len, DataType dt, ReduceOp op) {
-  reduce_chunks(ctx, post_chunks(ctx, peer, ch, tmp, len, dtype_size(dt)), out, a, tmp, len, dt, op);
+  co_await reduce_chunks(ctx, post_chunks(ctx, peer, ch, tmp, len, dtype_size(dt)), out, a, tmp, len, dt, op);
 }
 
-void recv_exact(Context& ctx, int peer, Channel ch, void* dst, std::size_t bytes) {
+Steps recv_exact(Context& ctx, int peer, Channel ch, void* dst, std::size_t bytes) {
   const auto r = ctx.recv(peer, ch, dst, bytes);
-  ctx.wait(r);
+  co_await ctx.wait(r);
   ctx.expect_bytes(r, bytes);
 }
 
@@ -89,7 +89,7 @@ void recv_exact(Context& ctx, int peer, Channel ch, void* dst, std::size_t bytes
 // Step k+1's receives are posted when step k starts, into the other of two staging
 // slots: a partner that reaches step k+1 first finds them expected, where otherwise its
 // bytes would be queued and copied a second time (TCP).
-void halving(Context& ctx, const Group& g, const Bounds& b, const char* cur, char* acc,
+Steps halving(Context& ctx, const Group& g, const Bounds& b, const char* cur, char* acc,
              DataType dt, ReduceOp op) {
   const int p = g.size(), p2 = pow2_floor(p), vr = fold_vrank(g.me, p);
   const std::size_t esz = dtype_size(dt);
@@ -110,8 +110,8 @@ void halving(Context& ctx, const Group& g, const Bounds& b, const char* cur, cha
     if (give.size) send_chunks(ctx, peer_of(k), Channel::data, cur + give.begin * esz, give.size, esz, sends);
     std::vector<RequestPtr> next;
     if ((p2 >> (k + 2)) >= 1) next = post(k + 1);
-    if (keep.size) reduce_chunks(ctx, recvs, acc + keep.begin * esz, cur + keep.begin * esz, slot[k % 2], keep.size, dt, op);
-    ctx.wait_all(sends);
+    if (keep.size) co_await reduce_chunks(ctx, recvs, acc + keep.begin * esz, cur + keep.begin * esz, slot[k % 2], keep.size, dt, op);
+    co_await ctx.wait_all(sends);
     // From here on only the kept half is read, and that now lives in acc.
     cur = acc;
     recvs = std::move(next);
@@ -134,7 +134,7 @@ class Doubling {
     }
   }
 
-  void run() {
+  Steps run() {
     std::vector<RequestPtr> sends;
     for (std::size_t j = 0; j < recvs_.size(); ++j) {
       const int step = static_cast<int>(j);
@@ -142,11 +142,11 @@ class Doubling {
       const Span theirs = span_of(b_, doubling_held(doubling_partner(vr_, step), step));
       if (mine.size) sends.push_back(ctx_.send(peer(step), Channel::data2, buf_ + mine.begin * esz_, mine.size * esz_));
       if (const auto& r = recvs_[j]) {
-        ctx_.wait(r);
+        co_await ctx_.wait(r);
         ctx_.expect_bytes(r, theirs.size * esz_);
       }
     }
-    ctx_.wait_all(sends);
+    co_await ctx_.wait_all(sends);
   }
 
  private:
@@ -171,22 +171,25 @@ Bounds rank_block_bounds(int p, std::size_t block) {
 
 }  // namespace
 
-void halving_doubling_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+Steps halving_doubling_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
                                 std::size_t count, DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt), bytes = count * esz;
   const int p = g.size(), me = g.me;
-  if (p == 1 || count == 0) return copy_if_distinct(recv, send, bytes);
+  if (p == 1 || count == 0) co_return copy_if_distinct(recv, send, bytes);
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   const int partner = fold_partner(me, p);
   if (partner >= 0 && me % 2 == 0) {
     std::vector<RequestPtr> sends;
     send_chunks(ctx, g.rank(partner), Channel::data, in, count, esz, sends);
-    ctx.wait_all(sends);
-    return recv_exact(ctx, g.rank(partner), Channel::result, out, bytes);
+    co_await ctx.wait_all(sends);
+    {
+      co_await recv_exact(ctx, g.rank(partner), Channel::result, out, bytes);
+      co_return;
+    }
   }
   if (partner >= 0) {
-    recv_reduce(ctx, g.rank(partner), Channel::data, out, in, static_cast<char*>(ctx.scratch(1, bytes)),
+    co_await recv_reduce(ctx, g.rank(partner), Channel::data, out, in, static_cast<char*>(ctx.scratch(1, bytes)),
                 count, dt, op);
     in = out;
   }
@@ -195,67 +198,73 @@ void halving_doubling_allreduce(Context& ctx, const Group& g, const void* send, 
   for (int v = 0; v <= p2; ++v)
     b[static_cast<std::size_t>(v)] = piece_begin(count, static_cast<std::size_t>(p2), static_cast<std::size_t>(v));
   Doubling doubling(ctx, g, b, out, esz);
-  halving(ctx, g, b, in, out, dt, op);
+  co_await halving(ctx, g, b, in, out, dt, op);
   // One rank divides each block, before anyone copies it.
   const Span own = span_of(b, {vr, vr + 1});
   if (op == ReduceOp::avg && own.size) kernels::finish_avg(dt, out + own.begin * esz, own.size, p);
-  doubling.run();
-  if (partner >= 0) ctx.wait(ctx.send(g.rank(partner), Channel::result, out, bytes));
+  co_await doubling.run();
+  if (partner >= 0) co_await ctx.wait(ctx.send(g.rank(partner), Channel::result, out, bytes));
 }
 
-void halving_doubling_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+Steps halving_doubling_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
                                      std::size_t recvcount, DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt), block = recvcount * esz;
   const int p = g.size(), me = g.me;
-  if (p == 1 || recvcount == 0) return copy_if_distinct(recv, send, block);
+  if (p == 1 || recvcount == 0) co_return copy_if_distinct(recv, send, block);
   const std::size_t n = recvcount * static_cast<std::size_t>(p);
   const char* in = static_cast<const char*>(send);
   const int partner = fold_partner(me, p);
   if (partner >= 0 && me % 2 == 0) {
     std::vector<RequestPtr> sends;
     send_chunks(ctx, g.rank(partner), Channel::data, in, n, esz, sends);
-    ctx.wait_all(sends);
-    return recv_exact(ctx, g.rank(partner), Channel::result, recv, block);
+    co_await ctx.wait_all(sends);
+    {
+      co_await recv_exact(ctx, g.rank(partner), Channel::result, recv, block);
+      co_return;
+    }
   }
   // Partial sums go to scratch: in place, recv lies inside send, which is still read.
   char* acc = static_cast<char*>(ctx.scratch(2, n * esz));
   if (partner >= 0) {
-    recv_reduce(ctx, g.rank(partner), Channel::data, acc, in, static_cast<char*>(ctx.scratch(1, n * esz)),
+    co_await recv_reduce(ctx, g.rank(partner), Channel::data, acc, in, static_cast<char*>(ctx.scratch(1, n * esz)),
                 n, dt, op);
     in = acc;
   }
   const Bounds b = rank_block_bounds(p, recvcount);
   const int vr = fold_vrank(me, p);
-  halving(ctx, g, b, in, acc, dt, op);
+  co_await halving(ctx, g, b, in, acc, dt, op);
   // acc now holds this virtual rank's blocks: the partner's (if folded) and its own.
   const Span own = span_of(b, {vr, vr + 1});
   if (op == ReduceOp::avg) kernels::finish_avg(dt, acc + own.begin * esz, own.size, p);
   RequestPtr s;
   if (partner >= 0) s = ctx.send(g.rank(partner), Channel::result, acc + static_cast<std::size_t>(partner) * block, block);
   std::memcpy(recv, acc + static_cast<std::size_t>(me) * block, block);
-  if (s) ctx.wait(s);
+  if (s) co_await ctx.wait(s);
 }
 
-void halving_doubling_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+Steps halving_doubling_allgather(Context& ctx, const Group& g, const void* send, void* recv,
                                 std::size_t sendcount, DataType dt) {
   const std::size_t esz = dtype_size(dt), block = sendcount * esz;
   const int p = g.size(), me = g.me;
   char* out = static_cast<char*>(recv);
   copy_if_distinct(out + static_cast<std::size_t>(me) * block, send, block);
-  if (p == 1 || sendcount == 0) return;
+  if (p == 1 || sendcount == 0) co_return;
   const std::size_t total = block * static_cast<std::size_t>(p);
   const int partner = fold_partner(me, p);
   if (partner >= 0 && me % 2 == 0) {
-    ctx.wait(ctx.send(g.rank(partner), Channel::data, out + static_cast<std::size_t>(me) * block, block));
+    co_await ctx.wait(ctx.send(g.rank(partner), Channel::data, out + static_cast<std::size_t>(me) * block, block));
     // The whole vector comes back, this rank's own block included (same bits).
-    return recv_exact(ctx, g.rank(partner), Channel::result, out, total);
+    {
+      co_await recv_exact(ctx, g.rank(partner), Channel::result, out, total);
+      co_return;
+    }
   }
   const Bounds b = rank_block_bounds(p, sendcount);
   Doubling doubling(ctx, g, b, out, esz);
   if (partner >= 0)
-    recv_exact(ctx, g.rank(partner), Channel::data, out + static_cast<std::size_t>(partner) * block, block);
-  doubling.run();
-  if (partner >= 0) ctx.wait(ctx.send(g.rank(partner), Channel::result, out, total));
+    co_await recv_exact(ctx, g.rank(partner), Channel::data, out + static_cast<std::size_t>(partner) * block, block);
+  co_await doubling.run();
+  if (partner >= 0) co_await ctx.wait(ctx.send(g.rank(partner), Channel::result, out, total));
 }
 
 }  // namespace strata::collectives

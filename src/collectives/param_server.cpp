@@ -18,7 +18,7 @@ namespace strata::collectives {
 
 namespace {
 
-void push_pull(Context& ctx, const Group& g, const void* send, void* recv, const ps::PushHeader& h) {
+Steps push_pull(Context& ctx, const Group& g, const void* send, void* recv, const ps::PushHeader& h) {
   const int S = static_cast<int>(g.servers.size());
   if (S == 0) throw InvalidArgument(ctx.what() + ": param_server needs dedicated servers (STRATA_SERVERS)");
   const ps::Layout L(h, g.size(), S);
@@ -56,7 +56,7 @@ void push_pull(Context& ctx, const Group& g, const void* send, void* recv, const
                                       in + piece.begin * esz, piece.size * esz));
     }
 
-  ctx.wait_all(reply_reqs);
+  co_await ctx.wait_all(reply_reqs);
   for (int j = 0; j < S; ++j) {
     const ps::Reply& r = replies[static_cast<std::size_t>(j)];
     ctx.expect_bytes(reply_reqs[static_cast<std::size_t>(j)], sizeof r);
@@ -64,9 +64,9 @@ void push_pull(Context& ctx, const Group& g, const void* send, void* recv, const
       throw MismatchError(ctx.what() + " on rank " + std::to_string(g.rank(g.me)) + ": server " + std::to_string(j) +
                           " refused it: " + std::string(r.message, strnlen(r.message, sizeof r.message)));
   }
-  ctx.wait_all(pulls);
+  co_await ctx.wait_all(pulls);
   for (std::size_t i = 0; i < pulls.size(); ++i) ctx.expect_bytes(pulls[i], pull_bytes[i]);
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 }
 
 ps::PushHeader header(const Context& ctx, ps::Op op, std::size_t count, DataType dt, ReduceOp reduce) {
@@ -82,19 +82,20 @@ ps::PushHeader header(const Context& ctx, ps::Op op, std::size_t count, DataType
 
 }  // namespace
 
-void param_server_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
+Steps param_server_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
                             DataType dt, ReduceOp op) {
   // Every worker agrees on the count (the fingerprint), so an empty call skips the
   // servers on all of them alike.
-  if (count == 0) return;
-  push_pull(ctx, g, send, recv, header(ctx, ps::Op::allreduce, count, dt, op));
+  if (count == 0) co_return;
+  const ps::PushHeader h = header(ctx, ps::Op::allreduce, count, dt, op);
+  co_await push_pull(ctx, g, send, recv, h);
 }
 
-void param_server_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+Steps param_server_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
                                  std::size_t recvcount, DataType dt, ReduceOp op) {
-  if (recvcount == 0) return;
-  push_pull(ctx, g, send, recv,
-            header(ctx, ps::Op::reduce_scatter, recvcount * static_cast<std::size_t>(g.size()), dt, op));
+  if (recvcount == 0) co_return;
+  const ps::PushHeader h = header(ctx, ps::Op::reduce_scatter, recvcount * static_cast<std::size_t>(g.size()), dt, op);
+  co_await push_pull(ctx, g, send, recv, h);
 }
 
 }  // namespace strata::collectives

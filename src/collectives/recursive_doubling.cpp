@@ -10,20 +10,20 @@
 
 namespace strata::collectives {
 
-void recursive_doubling_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+Steps recursive_doubling_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
                                   std::size_t count, DataType dt, ReduceOp op) {
   const std::size_t bytes = count * dtype_size(dt);
   const int p = g.size(), me = g.me;
   if (recv != send && bytes) std::memcpy(recv, send, bytes);
-  if (p == 1 || count == 0) return;
+  if (p == 1 || count == 0) co_return;
   char* acc = static_cast<char*>(recv);
   char* tmp = static_cast<char*>(ctx.scratch(0, bytes));
   const int p2 = pow2_floor(p), rem = p - p2;
 
-  auto exchange = [&](int peer) {
+  auto exchange = [&](int peer) -> Steps {
     const auto r = ctx.recv(g.rank(peer), Channel::data, tmp, bytes);
     const auto s = ctx.send(g.rank(peer), Channel::data, acc, bytes);
-    ctx.wait_all({r, s});
+    co_await ctx.wait(r, s);
     ctx.expect_bytes(r, bytes);
     kernels::reduce(dt, op, acc, acc, tmp, count);
   };
@@ -31,14 +31,14 @@ void recursive_doubling_allreduce(Context& ctx, const Group& g, const void* send
   int vr;  // rank among the p2 that take part in the doubling
   if (me < 2 * rem) {
     if (me % 2 == 0) {
-      ctx.wait(ctx.send(g.rank(me + 1), Channel::data, acc, bytes));
+      co_await ctx.wait(ctx.send(g.rank(me + 1), Channel::data, acc, bytes));
       const auto r = ctx.recv(g.rank(me + 1), Channel::result, acc, bytes);
-      ctx.wait(r);
+      co_await ctx.wait(r);
       ctx.expect_bytes(r, bytes);
-      return;
+      co_return;
     }
     const auto r = ctx.recv(g.rank(me - 1), Channel::data, tmp, bytes);
-    ctx.wait(r);
+    co_await ctx.wait(r);
     ctx.expect_bytes(r, bytes);
     kernels::reduce(dt, op, acc, acc, tmp, count);
     vr = me / 2;
@@ -47,10 +47,10 @@ void recursive_doubling_allreduce(Context& ctx, const Group& g, const void* send
   }
   for (int mask = 1; mask < p2; mask <<= 1) {
     const int pv = vr ^ mask;
-    exchange(pv < rem ? 2 * pv + 1 : pv + rem);
+    co_await exchange(pv < rem ? 2 * pv + 1 : pv + rem);
   }
   if (op == ReduceOp::avg) kernels::finish_avg(dt, acc, count, p);
-  if (me < 2 * rem) ctx.wait(ctx.send(g.rank(me - 1), Channel::result, acc, bytes));
+  if (me < 2 * rem) co_await ctx.wait(ctx.send(g.rank(me - 1), Channel::result, acc, bytes));
 }
 
 }  // namespace strata::collectives

@@ -20,7 +20,7 @@ bool served(CollectiveKind kind, DataType, std::size_t, GroupShape g) {
   return g.servers > 0 && (kind == K::allreduce || kind == K::reduce_scatter);
 }
 
-void run_ring(Context& ctx, const Group& g, const CollArgs& a) {
+Steps run_ring(Context& ctx, const Group& g, const CollArgs& a) {
   switch (a.kind) {
     case K::allreduce: return ring_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
     case K::reduce_scatter: return ring_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
@@ -29,20 +29,20 @@ void run_ring(Context& ctx, const Group& g, const CollArgs& a) {
   }
 }
 
-void run_recursive_doubling(Context& ctx, const Group& g, const CollArgs& a) {
-  recursive_doubling_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+Steps run_recursive_doubling(Context& ctx, const Group& g, const CollArgs& a) {
+  return recursive_doubling_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
 }
 
-void run_binomial(Context& ctx, const Group& g, const CollArgs& a) {
+Steps run_binomial(Context& ctx, const Group& g, const CollArgs& a) {
   if (a.kind == K::broadcast) return binomial_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
-  binomial_reduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op, a.root);
+  return binomial_reduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op, a.root);
 }
 
-void run_chain(Context& ctx, const Group& g, const CollArgs& a) {
-  chain_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
+Steps run_chain(Context& ctx, const Group& g, const CollArgs& a) {
+  return chain_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
 }
 
-void run_halving_doubling(Context& ctx, const Group& g, const CollArgs& a) {
+Steps run_halving_doubling(Context& ctx, const Group& g, const CollArgs& a) {
   switch (a.kind) {
     case K::allreduce: return halving_doubling_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
     case K::reduce_scatter:
@@ -51,12 +51,12 @@ void run_halving_doubling(Context& ctx, const Group& g, const CollArgs& a) {
   }
 }
 
-void run_double_tree(Context& ctx, const Group& g, const CollArgs& a) {
+Steps run_double_tree(Context& ctx, const Group& g, const CollArgs& a) {
   if (a.kind == K::broadcast) return double_tree_broadcast(ctx, g, a.send, a.recv, a.count, a.dtype, a.root);
-  double_tree_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+  return double_tree_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
 }
 
-void run_direct(Context& ctx, const Group& g, const CollArgs& a) {
+Steps run_direct(Context& ctx, const Group& g, const CollArgs& a) {
   switch (a.kind) {
     case K::allreduce: return direct_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
     case K::reduce_scatter: return direct_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
@@ -64,14 +64,14 @@ void run_direct(Context& ctx, const Group& g, const CollArgs& a) {
   }
 }
 
-void run_param_server(Context& ctx, const Group& g, const CollArgs& a) {
+Steps run_param_server(Context& ctx, const Group& g, const CollArgs& a) {
   if (a.kind == K::reduce_scatter) return param_server_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
-  param_server_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+  return param_server_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
 }
 
-void run_exchange(Context& ctx, const Group& g, const CollArgs& a) {
+Steps run_exchange(Context& ctx, const Group& g, const CollArgs& a) {
   if (a.kind == K::barrier) return exchange_barrier(ctx, g);
-  exchange_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
+  return exchange_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
 }
 
 // Only where every member maps the host's shared segment (one host, over UCX).
@@ -79,7 +79,7 @@ bool shared(CollectiveKind kind, DataType dt, std::size_t count, GroupShape g) {
   return g.shared_memory && only<K::allreduce, K::reduce_scatter, K::allgather>(kind, dt, count, g);
 }
 
-void run_shared_memory(Context& ctx, const Group& g, const CollArgs& a) {
+Steps run_shared_memory(Context& ctx, const Group& g, const CollArgs& a) {
   switch (a.kind) {
     case K::allreduce: return shared_memory_allreduce(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
     case K::reduce_scatter: return shared_memory_reduce_scatter(ctx, g, a.send, a.recv, a.count, a.dtype, a.op);
@@ -87,7 +87,7 @@ void run_shared_memory(Context& ctx, const Group& g, const CollArgs& a) {
   }
 }
 
-void run_dissemination(Context& ctx, const Group& g, const CollArgs&) { dissemination_barrier(ctx, g); }
+Steps run_dissemination(Context& ctx, const Group& g, const CollArgs&) { return dissemination_barrier(ctx, g); }
 
 constexpr Algorithm kAlgorithms[] = {
     {AlgorithmId::ring, "ring",

@@ -27,7 +27,7 @@ struct Algorithm {
   // per-rank count as in CollArgs.
   bool (*supports)(CollectiveKind kind, DataType dt, std::size_t count, GroupShape group);
   // Runs the collective over g; all ranks of g call it with the same arguments.
-  void (*run)(Context& ctx, const Group& g, const CollArgs& a);
+  Steps (*run)(Context& ctx, const Group& g, const CollArgs& a);
 };
 
 // In AlgorithmId order.

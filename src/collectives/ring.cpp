@@ -36,8 +36,8 @@ struct Layout {
 // Leaves the fully reduced segment ring_rs_final_seg(me, shift) at out(that segment).
 // out(s) is where segment s's partial sums go; each segment is written once per rank.
 template <class Out>
-void reduce_scatter_core(Context& ctx, const Group& g, const char* send, const Layout& L,
-                         DataType dt, ReduceOp op, int shift, Out out) {
+Steps reduce_scatter_core(Context& ctx, const Group& g, const char* send, const Layout& L,
+                          DataType dt, ReduceOp op, int shift, Out out, Channel ch = Channel::data) {
   const int p = g.size(), me = g.me;
   const std::size_t C = L.chunks, esz = L.esz;
   char* slot[2] = {static_cast<char*>(ctx.scratch(0, C * L.stride * esz)),
@@ -50,11 +50,11 @@ void reduce_scatter_core(Context& ctx, const Group& g, const char* send, const L
   auto post_recv = [&](int k, std::size_t c) {
     const int s = ring_rs_recv_seg(me, shift, k, p);
     recvs[static_cast<std::size_t>(k) * C + c] =
-        ctx.recv(prev, Channel::data, slot[k % 2] + c * L.stride * esz, L.chunk_len(s, c) * esz);
+        ctx.recv(prev, ch, slot[k % 2] + c * L.stride * esz, L.chunk_len(s, c) * esz);
   };
   auto post_send = [&](int k, std::size_t c, const char* seg_base) {
     const int s = ring_rs_send_seg(me, shift, k, p);
-    sends.push_back(ctx.send(next, Channel::data, seg_base + L.chunk_off(s, c) * esz,
+    sends.push_back(ctx.send(next, ch, seg_base + L.chunk_off(s, c) * esz,
                              L.chunk_len(s, c) * esz));
   };
 
@@ -69,7 +69,7 @@ void reduce_scatter_core(Context& ctx, const Group& g, const char* send, const L
     const char* mine = send + L.seg_begin(s) * esz;
     for (std::size_t c = 0; c < C; ++c) {
       const auto& r = recvs[static_cast<std::size_t>(k) * C + c];
-      ctx.wait(r);
+      co_await ctx.wait(r);
       const std::size_t off = L.chunk_off(s, c) * esz, len = L.chunk_len(s, c);
       ctx.expect_bytes(r, len * esz);
       kernels::reduce(dt, op, dst + off, mine + off, slot[k % 2] + c * L.stride * esz, len);
@@ -77,7 +77,7 @@ void reduce_scatter_core(Context& ctx, const Group& g, const char* send, const L
       if (k + 1 < p - 1) post_send(k + 1, c, dst);
     }
   }
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(std::move(sends));
 }
 
 // Every rank holds segment `own` of buf (own = me + constant); fills in all the others.
@@ -102,7 +102,7 @@ class AllgatherPhase {
     }
   }
 
-  void run() {
+  Steps run() {
     const int p = g_.size();
     const std::size_t C = L_.chunks, esz = L_.esz;
     const int next = g_.rank(mod(g_.me + 1, p));
@@ -114,12 +114,12 @@ class AllgatherPhase {
       const int s = ring_ag_recv_seg(own_, k, p);
       for (std::size_t c = 0; c < C; ++c) {
         const auto& r = recvs_[static_cast<std::size_t>(k) * C + c];
-        ctx_.wait(r);
+        co_await ctx_.wait(r);
         ctx_.expect_bytes(r, L_.chunk_len(s, c) * esz);
         if (k + 1 < p - 1) sends.push_back(ctx_.send(next, ch_, chunk_ptr(s, c), L_.chunk_len(s, c) * esz));
       }
     }
-    ctx_.wait_all(sends);
+    co_await ctx_.wait_all(std::move(sends));
   }
 
  private:
@@ -134,91 +134,108 @@ class AllgatherPhase {
   std::vector<RequestPtr> recvs_;
 };
 
-void allgather_core(Context& ctx, const Group& g, char* buf, const Layout& L, int own) {
-  AllgatherPhase(ctx, g, buf, L, own, Channel::data).run();
+Steps allgather_core(Context& ctx, const Group& g, char* buf, const Layout& L, int own, Channel ch = Channel::data) {
+  AllgatherPhase phase(ctx, g, buf, L, own, ch);
+  co_await phase.run();
 }
 
 }  // namespace
 
-void ring_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
-                    std::size_t count, DataType dt, ReduceOp op) {
+Steps ring_allreduce(Context& ctx, const Group& g, const void* send, void* recv,
+                     std::size_t count, DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt);
-  if (g.size() == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
+  if (g.size() == 1 || count == 0) co_return copy_if_distinct(recv, send, count * esz);
   const Layout L(count, g.size(), dt, ctx.chunk_bytes());
   char* out = static_cast<char*>(recv);
   const int own = ring_rs_final_seg(g.me, 0, g.size());
   AllgatherPhase allgather(ctx, g, out, L, own, Channel::data2);
-  reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, 0,
-                      [&](int s) { return out + L.seg_begin(s) * esz; });
+  co_await reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, 0,
+                               [&](int s) { return out + L.seg_begin(s) * esz; });
   // Dividing before the allgather means one rank divides each segment: all ranks then
   // hold the same bits, and the work is 1/p of the vector.
   if (op == ReduceOp::avg) kernels::finish_avg(dt, out + L.seg_begin(own) * esz, L.seg_size(own), g.size());
-  allgather.run();
+  co_await allgather.run();
 }
 
-void ring_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
-                         std::size_t recvcount, DataType dt, ReduceOp op) {
+Steps ring_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv,
+                          std::size_t recvcount, DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt);
-  if (g.size() == 1 || recvcount == 0) return copy_if_distinct(recv, send, recvcount * esz);
+  if (g.size() == 1 || recvcount == 0) co_return copy_if_distinct(recv, send, recvcount * esz);
   const std::size_t n = recvcount * static_cast<std::size_t>(g.size());
   const Layout L(n, g.size(), dt, ctx.chunk_bytes());
   char* partial = static_cast<char*>(ctx.scratch(2, n * esz));
-  reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1, [&](int s) {
+  co_await reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1, [&](int s) {
     return s == g.me ? static_cast<char*>(recv) : partial + L.seg_begin(s) * esz;
   });
   if (op == ReduceOp::avg) kernels::finish_avg(dt, recv, recvcount, g.size());
 }
 
-void ring_allgather(Context& ctx, const Group& g, const void* send, void* recv,
-                    std::size_t sendcount, DataType dt) {
+Steps ring_allgather(Context& ctx, const Group& g, const void* send, void* recv,
+                     std::size_t sendcount, DataType dt) {
   const std::size_t esz = dtype_size(dt);
   char* out = static_cast<char*>(recv);
   copy_if_distinct(out + static_cast<std::size_t>(g.me) * sendcount * esz, send, sendcount * esz);
-  if (g.size() == 1 || sendcount == 0) return;
+  if (g.size() == 1 || sendcount == 0) co_return;
   const Layout L(sendcount * static_cast<std::size_t>(g.size()), g.size(), dt, ctx.chunk_bytes());
-  allgather_core(ctx, g, out, L, g.me);
+  co_await allgather_core(ctx, g, out, L, g.me);
 }
 
-void ring_reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv,
-                                std::size_t n, DataType dt, ReduceOp op) {
+Steps ring_reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv,
+                                 std::size_t n, DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt);
-  if (g.size() == 1 || n == 0) return copy_if_distinct(recv, send, n * esz);
+  if (g.size() == 1 || n == 0) co_return copy_if_distinct(recv, send, n * esz);
   const Layout L(n, g.size(), dt, ctx.chunk_bytes());
   char* out = static_cast<char*>(recv);
-  reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1,
-                      [&](int s) { return out + L.seg_begin(s) * esz; });
+  co_await reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1,
+                               [&](int s) { return out + L.seg_begin(s) * esz; });
 }
 
-void ring_allgather_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt) {
-  if (g.size() == 1 || n == 0) return;
+Steps ring_allgather_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt) {
+  if (g.size() == 1 || n == 0) co_return;
   const Layout L(n, g.size(), dt, ctx.chunk_bytes());
-  allgather_core(ctx, g, static_cast<char*>(buf), L, g.me);
+  co_await allgather_core(ctx, g, static_cast<char*>(buf), L, g.me);
 }
 
-void ring_reduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
-                 DataType dt, ReduceOp op, int root) {
+Steps ring_allreduce_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt,
+                            ReduceOp op, Channel ch, int avg_divisor) {
+  char* out = static_cast<char*>(buf);
+  const std::size_t esz = dtype_size(dt);
+  if (g.size() == 1 || n == 0) {
+    if (avg_divisor > 0) kernels::finish_avg(dt, buf, n, avg_divisor);
+    co_return;
+  }
+  const Layout L(n, g.size(), dt, ctx.chunk_bytes());
+  co_await reduce_scatter_core(ctx, g, out, L, dt, op, -1, [&](int s) { return out + L.seg_begin(s) * esz; }, ch);
+  if (avg_divisor > 0) kernels::finish_avg(dt, out + L.seg_begin(g.me) * esz, L.seg_size(g.me), avg_divisor);
+  // The allgather's receives are posted only now, behind the reduce-scatter's on the same
+  // channel; it writes into pieces this rank sent from, whose sends are all done.
+  co_await allgather_core(ctx, g, out, L, g.me, ch);
+}
+
+Steps ring_reduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
+                  DataType dt, ReduceOp op, int root) {
   const std::size_t esz = dtype_size(dt);
   const bool is_root = g.me == root;
   if (g.size() == 1 || count == 0) {
     if (is_root) copy_if_distinct(recv, send, count * esz);
-    return;
+    co_return;
   }
   const Layout L(count, g.size(), dt, ctx.chunk_bytes());
   char* base = is_root ? static_cast<char*>(recv) : static_cast<char*>(ctx.scratch(2, count * esz));
-  reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1,
-                      [&](int s) { return base + L.seg_begin(s) * esz; });
+  co_await reduce_scatter_core(ctx, g, static_cast<const char*>(send), L, dt, op, -1,
+                               [&](int s) { return base + L.seg_begin(s) * esz; });
   if (op == ReduceOp::avg) kernels::finish_avg(dt, base + L.seg_begin(g.me) * esz, L.seg_size(g.me), g.size());
   if (!is_root) {
-    ctx.wait(ctx.send(g.rank(root), Channel::result, base + L.seg_begin(g.me) * esz,
-                      L.seg_size(g.me) * esz));
-    return;
+    co_await ctx.wait(ctx.send(g.rank(root), Channel::result, base + L.seg_begin(g.me) * esz,
+                               L.seg_size(g.me) * esz));
+    co_return;
   }
   std::vector<RequestPtr> recvs;
   for (int s = 0; s < g.size(); ++s)
     if (s != g.me)
       recvs.push_back(ctx.recv(g.rank(s), Channel::result, base + L.seg_begin(s) * esz,
                                L.seg_size(s) * esz));
-  ctx.wait_all(recvs);
+  co_await ctx.wait_all(std::move(recvs));
 }
 
 }  // namespace strata::collectives

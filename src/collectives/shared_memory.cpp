@@ -37,7 +37,7 @@ constexpr std::size_t kPage = 4096;
 // One round of notices: tells every peer and hears from each on channel ch. With
 // `bytes` (the first round of a call) the notices carry the call's byte count and
 // stamp, and every peer's is checked; without, they are empty.
-void notify(Context& ctx, const Group& g, Channel ch, const std::uint64_t* bytes) {
+Steps notify(Context& ctx, const Group& g, Channel ch, const std::uint64_t* bytes) {
   // Keeps this rank's stores to its slot ahead of the notice and its loads from peers'
   // slots behind theirs on weakly ordered CPUs, whatever the transport orders itself.
   std::atomic_thread_fence(std::memory_order_release);
@@ -54,9 +54,9 @@ void notify(Context& ctx, const Group& g, Channel ch, const std::uint64_t* bytes
     reqs.push_back(ctx.recv(g.rank(from), ch, heard[static_cast<std::size_t>(from)].data(), msg.size()));
   }
   for (int k = 1; k < p; ++k) reqs.push_back(ctx.send(g.rank(direct_to(g.me, k, p)), ch, msg.data(), msg.size()));
-  ctx.wait_all(reqs);
+  co_await ctx.wait_all(reqs);
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (!bytes) return;
+  if (!bytes) co_return;
   for (int k = 1; k < p; ++k) {
     const int from = direct_from(g.me, k, p);
     const std::string& h = heard[static_cast<std::size_t>(from)];
@@ -74,7 +74,7 @@ void notify(Context& ctx, const Group& g, Channel ch, const std::uint64_t* bytes
 // Block q of the vector is B's block q (in send and recv for allreduce; in send for
 // reduce-scatter, whose recv is this rank's block; in recv for allgather, whose send is
 // this rank's block). Piece j covers elements [j, j + step) of every block.
-void through_segment(Context& ctx, const Group& g, Kind kind, const char* send, char* recv, const Blocks& B,
+Steps through_segment(Context& ctx, const Group& g, Kind kind, const char* send, char* recv, const Blocks& B,
                      DataType dt, ReduceOp op) {
   const int p = g.size(), me = g.me;
   const std::size_t esz = dtype_size(dt);
@@ -112,7 +112,7 @@ void through_segment(Context& ctx, const Group& g, Kind kind, const char* send, 
     } else {
       std::memcpy(own_slot + in_slot(me), send + j * esz, len(me));
     }
-    notify(ctx, g, Channel::shared_memory, j == 0 ? &call_bytes : nullptr);
+    co_await notify(ctx, g, Channel::shared_memory, j == 0 ? &call_bytes : nullptr);
     if (reduces) {
       // In place, dst is also the first operand: reduce(out, a, b) allows out == a.
       char* dst = kind == Kind::allreduce ? recv + in_vector(me) : recv + j * esz;
@@ -124,42 +124,43 @@ void through_segment(Context& ctx, const Group& g, Kind kind, const char* send, 
       if (op == ReduceOp::avg) kernels::finish_avg(dt, dst, n, p);
       if (kind == Kind::allreduce) {
         std::memcpy(own_slot + in_slot(me), dst, len(me));
-        notify(ctx, g, Channel::data2, nullptr);
+        co_await notify(ctx, g, Channel::data2, nullptr);
       }
     }
     if (kind != Kind::reduce_scatter)
       for (int q = 0; q < p; ++q)
         if (q != me) std::memcpy(recv + in_vector(q), slot[static_cast<std::size_t>(q)] + in_slot(q), len(q));
-    notify(ctx, g, Channel::result, nullptr);
+    co_await notify(ctx, g, Channel::result, nullptr);
   }
 }
 
 }  // namespace
 
-void shared_memory_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
+Steps shared_memory_allreduce(Context& ctx, const Group& g, const void* send, void* recv, std::size_t count,
                              DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt);
-  if (g.size() == 1 || count == 0) return copy_if_distinct(recv, send, count * esz);
-  through_segment(ctx, g, Kind::allreduce, static_cast<const char*>(send), static_cast<char*>(recv),
-                  Blocks{count, g.size(), 0}, dt, op);
+  if (g.size() == 1 || count == 0) co_return copy_if_distinct(recv, send, count * esz);
+  const Blocks B{count, g.size(), 0};
+  co_await through_segment(ctx, g, Kind::allreduce, static_cast<const char*>(send), static_cast<char*>(recv), B, dt, op);
 }
 
-void shared_memory_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv, std::size_t recvcount,
+Steps shared_memory_reduce_scatter(Context& ctx, const Group& g, const void* send, void* recv, std::size_t recvcount,
                                   DataType dt, ReduceOp op) {
   const std::size_t esz = dtype_size(dt);
-  if (g.size() == 1 || recvcount == 0) return copy_if_distinct(recv, send, recvcount * esz);
-  through_segment(ctx, g, Kind::reduce_scatter, static_cast<const char*>(send), static_cast<char*>(recv),
-                  Blocks{recvcount * static_cast<std::size_t>(g.size()), g.size(), recvcount}, dt, op);
+  if (g.size() == 1 || recvcount == 0) co_return copy_if_distinct(recv, send, recvcount * esz);
+  const Blocks B{recvcount * static_cast<std::size_t>(g.size()), g.size(), recvcount};
+  co_await through_segment(ctx, g, Kind::reduce_scatter, static_cast<const char*>(send), static_cast<char*>(recv), B,
+                           dt, op);
 }
 
-void shared_memory_allgather(Context& ctx, const Group& g, const void* send, void* recv, std::size_t sendcount,
+Steps shared_memory_allgather(Context& ctx, const Group& g, const void* send, void* recv, std::size_t sendcount,
                              DataType dt) {
   const std::size_t block = sendcount * dtype_size(dt);
   char* out = static_cast<char*>(recv);
   copy_if_distinct(out + static_cast<std::size_t>(g.me) * block, send, block);
-  if (g.size() == 1 || sendcount == 0) return;
-  through_segment(ctx, g, Kind::allgather, static_cast<const char*>(send), out,
-                  Blocks{sendcount * static_cast<std::size_t>(g.size()), g.size(), sendcount}, dt, ReduceOp::sum);
+  if (g.size() == 1 || sendcount == 0) co_return;
+  const Blocks B{sendcount * static_cast<std::size_t>(g.size()), g.size(), sendcount};
+  co_await through_segment(ctx, g, Kind::allgather, static_cast<const char*>(send), out, B, dt, ReduceOp::sum);
 }
 
 }  // namespace strata::collectives

@@ -102,7 +102,7 @@ void CallRouter::run(Fingerprint fp, const collectives::CollArgs& a, Clock::time
     // Both neighbours' fingerprints are through and match: every rank reached this very call.
     auto checked = [&] {
       if (size == 1) return;
-      ctx.wait_all({fp_send, fp_recv});
+      ctx.finish({fp_send, fp_recv});
       params.guard(false);
     };
     run_plan(ctx, plan, fp, a, checked);
@@ -129,15 +129,15 @@ void CallRouter::run_plan(collectives::Context& ctx, const CallPlan& plan, const
   const auto& world = *p_.plan.world;
   switch (plan.route) {
     case CallPlan::Route::pairwise:
-      collectives::alltoall(ctx, world, a);
+      ctx.run(collectives::alltoall(ctx, world, a));
       return;
     case CallPlan::Route::compressed:
       if (a.send != a.recv) std::memcpy(a.recv, a.send, a.count * sizeof(float));
-      quant::compressed_allreduce(ctx, world, static_cast<float*>(a.recv), a.count, *a.compression, p_.feedback,
-                                  quant::Shard{0, a.count}, a.op, p_.size);
+      ctx.run(quant::compressed_allreduce(ctx, world, static_cast<float*>(a.recv), a.count, *a.compression,
+                                          p_.feedback, quant::Shard{0, a.count}, a.op, p_.size));
       return;
     case CallPlan::Route::hierarchical:
-      hierarchy::run_hierarchical(ctx, *p_.plan.levels, a, p_.feedback);
+      ctx.run(hierarchy::run_hierarchical(ctx, *p_.plan.levels, a, p_.feedback));
       return;
     case CallPlan::Route::flat:
       break;
@@ -145,7 +145,7 @@ void CallRouter::run_plan(collectives::Context& ctx, const CallPlan& plan, const
   collectives::CollArgs b = a;
   b.algorithm = plan.algorithm;
   const auto start = Clock::now();
-  plan.algorithm->run(ctx, world, b);
+  ctx.run(plan.algorithm->run(ctx, world, b));
   if (!plan.tuned) return;
   auto& tuner = *p_.plan.tuner;
   const auto bytes = topology::message_bytes(a.kind, a.count, a.dtype, p_.size);
@@ -167,7 +167,7 @@ void CallRouter::confirm_to_root(collectives::Context& ctx, int root) {
     for (int r = 0; r < p_.size; ++r)
       if (r != root) reqs.push_back(ctx.recv(r, transport::Channel::confirm, nullptr, 0));
   }
-  ctx.wait_all(reqs);
+  ctx.finish(std::move(reqs));
 }
 
 }  // namespace strata::detail

@@ -1,6 +1,18 @@
 #include "hierarchy/hierarchical.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace strata::hierarchy {
+
+namespace {
+
+// Innermost level first; see plan_runs.
+collectives::Steps barrier_per_level(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a) {
+  for (const auto& g : plan.mine) co_await collectives::run_collective(ctx, g, a);
+}
+
+}  // namespace
 
 bool plan_runs(const Plan& plan, CollectiveKind kind) {
   switch (kind) {
@@ -20,34 +32,25 @@ bool plan_runs(const Plan& plan, CollectiveKind kind) {
   }
 }
 
-bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
-                      quant::ErrorFeedback* feedback) {
-  if (!plan_runs(plan, a.kind)) return false;
+collectives::Steps run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                                    quant::ErrorFeedback* feedback) {
+  if (!plan_runs(plan, a.kind))
+    throw std::logic_error(std::string("a hierarchical plan does not run ") + to_string(a.kind));
   const bool split = plan.kind == Plan::Kind::split_rail;
   const bool compressed = a.compression && a.compression->lossy();
   switch (a.kind) {
     case CollectiveKind::allreduce:
-      if (!split)
-        leader_allreduce(ctx, plan, a, compressed ? feedback : nullptr);
-      else if (compressed)
-        split_rail_compressed_allreduce(ctx, plan, a, feedback);
-      else
-        split_rail_allreduce(ctx, plan, a);
-      return true;
+      if (!split) return leader_allreduce(ctx, plan, a, compressed ? feedback : nullptr);
+      if (compressed) return split_rail_compressed_allreduce(ctx, plan, a, feedback);
+      return split_rail_allreduce(ctx, plan, a);
     case CollectiveKind::reduce_scatter:
-      split ? split_rail_reduce_scatter(ctx, plan, a) : leader_reduce_scatter(ctx, plan, a);
-      return true;
+      return split ? split_rail_reduce_scatter(ctx, plan, a) : leader_reduce_scatter(ctx, plan, a);
     case CollectiveKind::allgather:
-      split ? split_rail_allgather(ctx, plan, a) : leader_allgather(ctx, plan, a);
-      return true;
+      return split ? split_rail_allgather(ctx, plan, a) : leader_allgather(ctx, plan, a);
     case CollectiveKind::broadcast:
-      split ? split_rail_broadcast(ctx, plan, a) : leader_broadcast(ctx, plan, a);
-      return true;
-    case CollectiveKind::barrier:
-      for (const auto& g : plan.mine) collectives::run_collective(ctx, g, a);
-      return true;
-    default:
-      return false;
+      return split ? split_rail_broadcast(ctx, plan, a) : leader_broadcast(ctx, plan, a);
+    default:  // barrier, split rail
+      return barrier_per_level(ctx, plan, a);
   }
 }
 

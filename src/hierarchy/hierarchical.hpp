@@ -12,27 +12,27 @@ namespace strata::hierarchy {
 // Whether the plan runs this kind of collective; the others run flat.
 bool plan_runs(const Plan& plan, CollectiveKind kind);
 
-// Returns false, doing nothing, for collectives the plan leaves to the flat algorithms.
-// A lossy a.compression (allreduce, f32) compresses the stage that crosses regions;
-// `feedback` keeps the residuals of the shards this rank sends there.
-bool run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
-                      quant::ErrorFeedback* feedback);
+// Runs a collective the plan runs (plan_runs). A lossy a.compression (allreduce, f32)
+// compresses the stage that crosses regions; `feedback` keeps the residuals of the
+// shards this rank sends there.
+collectives::Steps run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                                    quant::ErrorFeedback* feedback);
 
 // Split rail (uniform layouts). Allreduce cuts the vector into STRATA_SEGMENT_BYTES
 // segments and overlaps one segment's cross-region stage with the next one's
 // reduce-scatter inside the region.
-void split_rail_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
-void split_rail_compressed_allreduce(collectives::Context& ctx, const Plan& plan,
+collectives::Steps split_rail_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps split_rail_compressed_allreduce(collectives::Context& ctx, const Plan& plan,
                                      const collectives::CollArgs& a, quant::ErrorFeedback* feedback);
-void split_rail_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
-void split_rail_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
-void split_rail_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps split_rail_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps split_rail_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps split_rail_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
 
 // Leader plan (any layout).
-void leader_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+collectives::Steps leader_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
                       quant::ErrorFeedback* feedback = nullptr);
-void leader_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
-void leader_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
-void leader_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps leader_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps leader_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps leader_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
 
 }  // namespace strata::hierarchy

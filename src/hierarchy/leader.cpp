@@ -15,12 +15,14 @@ namespace strata::hierarchy {
 using collectives::CollArgs;
 using collectives::Context;
 using collectives::Group;
+using collectives::Steps;
 
 namespace {
 
-void run(Context& ctx, const Group& g, CollectiveKind kind, const void* send, void* recv,
-         std::size_t count, DataType dt, ReduceOp op = ReduceOp::sum, int root = 0) {
-  collectives::run_collective(ctx, g, CollArgs{kind, send, recv, count, dt, op, root, {}});
+Steps run(Context& ctx, const Group& g, CollectiveKind kind, const void* send, void* recv,
+          std::size_t count, DataType dt, ReduceOp op = ReduceOp::sum, int root = 0) {
+  const CollArgs a{kind, send, recv, count, dt, op, root, {}};
+  co_await collectives::run_collective(ctx, g, a);
 }
 
 // The levels below the top where this rank takes part, innermost first: it leads its
@@ -62,34 +64,34 @@ std::vector<int> carried_by(const Plan& p, int level, int holder) {
   return out;
 }
 
-void broadcast_down(Context& ctx, const Plan& p, const std::vector<int>& levels, void* buf,
+Steps broadcast_down(Context& ctx, const Plan& p, const std::vector<int>& levels, void* buf,
                     std::size_t count, DataType dt) {
   for (auto it = levels.rbegin(); it != levels.rend(); ++it)
-    run(ctx, p.mine[static_cast<std::size_t>(*it)], CollectiveKind::broadcast, buf, buf, count, dt);
+    co_await run(ctx, p.mine[static_cast<std::size_t>(*it)], CollectiveKind::broadcast, buf, buf, count, dt);
 }
 
 }  // namespace
 
-void leader_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, quant::ErrorFeedback* feedback) {
+Steps leader_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, quant::ErrorFeedback* feedback) {
   const ReduceOp partial = a.op == ReduceOp::avg ? ReduceOp::sum : a.op;
   const void* src = a.send;
   const auto levels = climb(plan);
   for (int i : levels) {
-    run(ctx, plan.mine[static_cast<std::size_t>(i)], CollectiveKind::reduce, src, a.recv, a.count, a.dtype, partial);
+    co_await run(ctx, plan.mine[static_cast<std::size_t>(i)], CollectiveKind::reduce, src, a.recv, a.count, a.dtype, partial);
     src = a.recv;
   }
   if (at_top(plan) && a.compression && a.compression->lossy()) {
     if (src != a.recv) std::memcpy(a.recv, src, a.count * sizeof(float));
-    quant::compressed_allreduce(ctx, plan.mine.back(), static_cast<float*>(a.recv), a.count, *a.compression,
+    co_await quant::compressed_allreduce(ctx, plan.mine.back(), static_cast<float*>(a.recv), a.count, *a.compression,
                                 feedback, quant::Shard{0, a.count}, a.op, plan.world_size);
   } else if (at_top(plan)) {
-    run(ctx, plan.mine.back(), CollectiveKind::allreduce, src, a.recv, a.count, a.dtype, partial);
+    co_await run(ctx, plan.mine.back(), CollectiveKind::allreduce, src, a.recv, a.count, a.dtype, partial);
     if (a.op == ReduceOp::avg) kernels::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
   }
-  broadcast_down(ctx, plan, levels, a.recv, a.count, a.dtype);
+  co_await broadcast_down(ctx, plan, levels, a.recv, a.count, a.dtype);
 }
 
-void leader_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps leader_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a) {
   // The leaders' links carry the whole vector either way; reducing all of it and keeping
   // one block keeps this plan as simple as its allreduce.
   const std::size_t block = a.count * dtype_size(a.dtype);
@@ -98,11 +100,11 @@ void leader_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a) {
   CollArgs whole = a;
   whole.recv = full;
   whole.count = total;
-  leader_allreduce(ctx, plan, whole);
+  co_await leader_allreduce(ctx, plan, whole);
   std::memcpy(a.recv, full + static_cast<std::size_t>(plan.rank) * block, block);
 }
 
-void leader_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps leader_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
   const std::size_t block = a.count * dtype_size(a.dtype);
   char* out = static_cast<char*>(a.recv);
   if (a.send != out + static_cast<std::size_t>(plan.rank) * block && block)
@@ -124,13 +126,13 @@ void leader_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
     if (g.me != 0) {
       const auto mine = carried_by(plan, i - 1, plan.rank);
       pack(mine, staging);
-      ctx.wait(ctx.send(g.rank(0), collectives::Channel::data2, staging, mine.size() * block));
+      co_await ctx.wait(ctx.send(g.rank(0), collectives::Channel::data2, staging, mine.size() * block));
       continue;
     }
     for (int m = 1; m < g.size(); ++m) {
       const auto theirs = carried_by(plan, i - 1, g.rank(m));
       auto req = ctx.recv(g.rank(m), collectives::Channel::data2, staging, theirs.size() * block);
-      ctx.wait(req);
+      co_await ctx.wait(req);
       ctx.expect_bytes(req, theirs.size() * block);
       unpack(theirs, staging);
     }
@@ -149,33 +151,33 @@ void leader_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
       if (m == top.me) continue;
       const auto theirs = carried_by(plan, below, top.rank(m));
       auto req = ctx.recv(top.rank(m), collectives::Channel::data2, staging, theirs.size() * block);
-      ctx.wait(req);
+      co_await ctx.wait(req);
       ctx.expect_bytes(req, theirs.size() * block);
       unpack(theirs, staging);
     }
-    ctx.wait_all(sends);
+    co_await ctx.wait_all(sends);
   }
-  broadcast_down(ctx, plan, levels, out, a.count * static_cast<std::size_t>(plan.world_size), a.dtype);
+  co_await broadcast_down(ctx, plan, levels, out, a.count * static_cast<std::size_t>(plan.world_size), a.dtype);
 }
 
-void leader_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps leader_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
   // The root hands its data to the leader that represents it at the top.
   const int top_leader = representatives(plan, plan.depth() - 2)[static_cast<std::size_t>(a.root)];
   const std::size_t bytes = a.count * dtype_size(a.dtype);
   if (plan.rank == a.root && a.send != a.recv && bytes) std::memcpy(a.recv, a.send, bytes);
   if (a.root != top_leader) {
     if (plan.rank == a.root)
-      ctx.wait(ctx.send(top_leader, collectives::Channel::data2, a.send, bytes));
+      co_await ctx.wait(ctx.send(top_leader, collectives::Channel::data2, a.send, bytes));
     if (plan.rank == top_leader) {
       auto req = ctx.recv(a.root, collectives::Channel::data2, a.recv, bytes);
-      ctx.wait(req);
+      co_await ctx.wait(req);
       ctx.expect_bytes(req, bytes);
     }
   }
   if (at_top(plan))
-    run(ctx, plan.mine.back(), CollectiveKind::broadcast, a.recv, a.recv, a.count, a.dtype, ReduceOp::sum,
+    co_await run(ctx, plan.mine.back(), CollectiveKind::broadcast, a.recv, a.recv, a.count, a.dtype, ReduceOp::sum,
         plan.position(plan.depth() - 1, top_leader));
-  broadcast_down(ctx, plan, climb(plan), a.recv, a.count, a.dtype);
+  co_await broadcast_down(ctx, plan, climb(plan), a.recv, a.count, a.dtype);
 }
 
 }  // namespace strata::hierarchy

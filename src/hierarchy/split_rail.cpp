@@ -11,7 +11,6 @@
 #include "kernels/reduce.hpp"
 #include "hierarchy/hierarchical.hpp"
 #include "hierarchy/plan_cost.hpp"
-#include "hierarchy/ring_stage.hpp"
 #include "quant/compressed_allreduce.hpp"
 #include "strata/errors.hpp"
 
@@ -20,6 +19,7 @@ namespace strata::hierarchy {
 using collectives::CollArgs;
 using collectives::Context;
 using collectives::Group;
+using collectives::Steps;
 using collectives::copy_if_distinct;
 
 namespace {
@@ -57,15 +57,16 @@ bool latency_path(const Plan& plan, CollectiveKind kind, std::size_t bytes) {
   return bytes <= plan.small_bytes;
 }
 
-// Clears the context's background work however the pipeline ends.
-struct BackgroundScope {
-  Context& ctx;
-  ~BackgroundScope() { ctx.set_background(nullptr); }
+// One segment's cross-region stage, in flight beside the next segments' work on scratch
+// memory of its own.
+struct Stage {
+  Context ctx;
+  collectives::Steps steps;
 };
 
 }  // namespace
 
-void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
   const std::size_t esz = dtype_size(a.dtype);
   const ReduceOp partial = a.op == ReduceOp::avg ? ReduceOp::sum : a.op;
   const int avg_div = a.op == ReduceOp::avg ? plan.world_size : 0;
@@ -76,11 +77,12 @@ void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     // Latency first: a log(p)-step allreduce per level, every rank ending with the same bits.
     const void* src = a.send;
     for (const Group& g : plan.mine) {
-      collectives::run_collective(ctx, g, CollArgs{CollectiveKind::allreduce, src, out, a.count, a.dtype, partial, 0, {}});
+      const CollArgs level{CollectiveKind::allreduce, src, out, a.count, a.dtype, partial, 0, {}};
+      co_await collectives::run_collective(ctx, g, level);
       src = out;
     }
     if (avg_div) kernels::finish_avg(a.dtype, out, a.count, avg_div);
-    return;
+    co_return;
   }
 
   // Segments small enough that the WAN starts early, few enough to keep stage channels
@@ -91,50 +93,48 @@ void split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
        (a.count + transport::kStageChannels - 1) / transport::kStageChannels});
   const std::size_t segments = (a.count + seg_elems - 1) / seg_elems;
   const Group& top = plan.mine.back();
-
-  std::deque<std::unique_ptr<RingStage>> in_flight;  // oldest first
-  std::vector<std::vector<Range>> ranges(segments);
-  ctx.set_background([&] {
-    for (auto& st : in_flight) st->poll();
-  });
-  BackgroundScope scope{ctx};
-
-  // The intra-region allgather of a segment runs once its cross-region stage is done.
-  std::size_t next_to_gather = 0;
-  auto gather_oldest = [&] {
-    const std::size_t s = next_to_gather++;
-    RingStage& st = *in_flight.front();
-    ctx.wait_until([&] { return st.done(); }, "the cross-region stage of segment " + std::to_string(s));
-    in_flight.pop_front();
-    for (int i = depth - 2; i >= 0; --i) {
-      const Range& r = ranges[s][static_cast<std::size_t>(i)];
-      collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n, a.dtype);
-    }
-  };
   // Two stages stay in flight while the next segment is reduced, so the WAN link always
   // has queued work but segments still finish roughly in order.
   constexpr std::size_t kInFlight = 2;
+
+  std::deque<std::unique_ptr<Stage>> in_flight;  // oldest first
+  std::vector<std::vector<Range>> ranges(segments);
+  // The intra-region allgather of a segment runs once its cross-region stage is done.
+  std::size_t next_to_gather = 0;
+  auto gather_oldest = [&]() -> Steps {
+    const std::size_t s = next_to_gather++;
+    co_await in_flight.front()->steps;
+    in_flight.pop_front();
+    for (int i = depth - 2; i >= 0; --i) {
+      const Range& r = ranges[s][static_cast<std::size_t>(i)];
+      co_await collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n,
+                                                  a.dtype);
+    }
+  };
   for (std::size_t s = 0; s < segments; ++s) {
     const std::size_t b = collectives::piece_begin(a.count, segments, s);
     ranges[s] = descend(plan, Range{b, collectives::piece_size(a.count, segments, s)});
     const char* src = static_cast<const char*>(a.send);
     for (int i = 0; i + 1 < depth; ++i) {
       const Range& r = ranges[s][static_cast<std::size_t>(i)];
-      collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * esz,
-                                              out + r.off * esz, r.n, a.dtype, partial);
+      co_await collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * esz,
+                                                       out + r.off * esz, r.n, a.dtype, partial);
       src = out;
     }
     const Range& shard = ranges[s][static_cast<std::size_t>(depth - 1)];
     if (depth == 1) copy_if_distinct(out + shard.off * esz, src + shard.off * esz, shard.n * esz);
-    in_flight.push_back(std::make_unique<RingStage>(ctx, top, out + shard.off * esz, shard.n, a.dtype,
-                                                    partial, transport::stage_channel(s), avg_div));
-    in_flight.back()->poll();
-    if (in_flight.size() > kInFlight) gather_oldest();
+    // At most kInFlight + 1 stages are in flight at once: as many lanes of scratch.
+    auto stage = std::make_unique<Stage>(Stage{ctx.lane(s % (kInFlight + 1)), {}});
+    stage->steps = collectives::ring_allreduce_pieces(stage->ctx, top, out + shard.off * esz, shard.n, a.dtype,
+                                                      partial, transport::stage_channel(s), avg_div);
+    ctx.start(stage->steps);
+    in_flight.push_back(std::move(stage));
+    if (in_flight.size() > kInFlight) co_await gather_oldest();
   }
-  while (!in_flight.empty()) gather_oldest();
+  while (!in_flight.empty()) co_await gather_oldest();
 }
 
-void split_rail_compressed_allreduce(Context& ctx, const Plan& plan, const CollArgs& a,
+Steps split_rail_compressed_allreduce(Context& ctx, const Plan& plan, const CollArgs& a,
                                      quant::ErrorFeedback* feedback) {
   // Not segmented: the compressed WAN stage is small, and one shard per rank keeps one
   // residual per rank and tensor.
@@ -145,22 +145,22 @@ void split_rail_compressed_allreduce(Context& ctx, const Plan& plan, const CollA
   const int depth = plan.depth();
   for (int i = 0; i + 1 < depth; ++i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * sizeof(float),
+    co_await collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * sizeof(float),
                                             out + r.off * sizeof(float), r.n, a.dtype, partial);
     src = out;
   }
   const Range& shard = ranges[static_cast<std::size_t>(depth - 1)];
   copy_if_distinct(out + shard.off * sizeof(float), src + shard.off * sizeof(float), shard.n * sizeof(float));
-  quant::compressed_allreduce(ctx, plan.mine.back(), reinterpret_cast<float*>(out) + shard.off, shard.n,
+  co_await quant::compressed_allreduce(ctx, plan.mine.back(), reinterpret_cast<float*>(out) + shard.off, shard.n,
                               *a.compression, feedback, quant::Shard{shard.off, shard.n}, a.op, plan.world_size);
   for (int i = depth - 2; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * sizeof(float), r.n,
+    co_await collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * sizeof(float), r.n,
                                        a.dtype);
   }
 }
 
-void split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a) {
   const std::size_t esz = dtype_size(a.dtype), block = a.count * esz;
   const auto world = static_cast<std::size_t>(plan.world_size);
   // Reorder the blocks so that every level's pieces are whole blocks, ending with our own.
@@ -172,14 +172,14 @@ void split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a
   const auto ranges = descend(plan, Range{0, world * a.count});
   for (int i = 0; i < plan.depth(); ++i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz,
+    co_await collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz,
                                             tmp + r.off * esz, r.n, a.dtype, partial);
   }
   std::memcpy(a.recv, tmp + ranges.back().off * esz, block);
   if (a.op == ReduceOp::avg) kernels::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
 }
 
-void split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
   const std::size_t esz = dtype_size(a.dtype), block = a.count * esz;
   const auto world = static_cast<std::size_t>(plan.world_size);
   char* tmp = static_cast<char*>(ctx.scratch(3, world * block));
@@ -188,7 +188,7 @@ void split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
   // Outermost first: the WAN carries only the blocks of this rank's rail.
   for (int i = plan.depth() - 1; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz, r.n, a.dtype);
+    co_await collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz, r.n, a.dtype);
   }
   char* recv = static_cast<char*>(a.recv);
   for (int q = 0; q < plan.world_size; ++q)
@@ -198,7 +198,7 @@ void split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
 namespace {
 
 // The member at src_pos hands every member its piece of r; everyone ends with its own.
-void scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, Range r,
+Steps scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, Range r,
                     std::size_t esz, int src_pos) {
   const auto parts = static_cast<std::size_t>(g.size());
   auto piece = [&](int m) {
@@ -208,9 +208,9 @@ void scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, Ra
   if (g.me != src_pos) {
     const Range mine = piece(g.me);
     auto req = ctx.recv(g.rank(src_pos), collectives::Channel::data2, out + mine.off * esz, mine.n * esz);
-    ctx.wait(req);
+    co_await ctx.wait(req);
     ctx.expect_bytes(req, mine.n * esz);
-    return;
+    co_return;
   }
   std::vector<collectives::RequestPtr> sends;
   for (int m = 0; m < g.size(); ++m) {
@@ -220,7 +220,7 @@ void scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, Ra
     else
       sends.push_back(ctx.send(g.rank(m), collectives::Channel::data2, src + p.off * esz, p.n * esz));
   }
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 }
 
 // True when this rank agrees with `root` at every level in [from, to).
@@ -232,36 +232,36 @@ bool same_positions(const Plan& p, int root, int from, int to) {
 
 }  // namespace
 
-void split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
   const std::size_t esz = dtype_size(a.dtype);
   const int depth = plan.depth(), root = a.root;
   char* out = static_cast<char*>(a.recv);
   const char* send = static_cast<const char*>(a.send);
   if (plan.rank == root) copy_if_distinct(out, send, a.count * esz);
-  auto bcast = [&](int level, char* buf, std::size_t n) {
+  auto bcast = [&](int level, char* buf, std::size_t n) -> Steps {
     const Group& g = plan.mine[static_cast<std::size_t>(level)];
-    collectives::run_collective(ctx, g, CollArgs{CollectiveKind::broadcast, buf, buf, n, a.dtype,
-                                                 ReduceOp::sum, plan.position(level, root), {}});
+    const CollArgs b{CollectiveKind::broadcast, buf, buf, n, a.dtype, ReduceOp::sum, plan.position(level, root), {}};
+    co_await collectives::run_collective(ctx, g, b);
   };
 
   if (latency_path(plan, CollectiveKind::broadcast, a.count * esz)) {
     // Across regions first along the root's rail, then down each level: one WAN crossing.
     for (int i = depth - 1; i >= 0; --i)
-      if (same_positions(plan, root, 0, i)) bcast(i, out, a.count);
-    return;
+      if (same_positions(plan, root, 0, i)) co_await bcast(i, out, a.count);
+    co_return;
   }
   // Scatter inside the root's region, move each piece along its own rail, allgather
   // inside every region: each rank's WAN path carries 1/P of the message.
   const auto ranges = descend(plan, Range{0, a.count});
   for (int i = 0; i + 1 < depth; ++i)
     if (same_positions(plan, root, i + 1, depth))
-      scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out, out, ranges[static_cast<std::size_t>(i)],
+      co_await scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out, out, ranges[static_cast<std::size_t>(i)],
                      esz, plan.position(i, root));
   const Range& shard = ranges[static_cast<std::size_t>(depth - 1)];
-  bcast(depth - 1, out + shard.off * esz, shard.n);
+  co_await bcast(depth - 1, out + shard.off * esz, shard.n);
   for (int i = depth - 2; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n, a.dtype);
+    co_await collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n, a.dtype);
   }
 }
 

@@ -41,7 +41,7 @@ void encode_lossless(std::span<const float> x, Bytes& out) {
 
 }  // namespace
 
-void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t n,
+collectives::Steps compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t n,
                           const CompressedStage& st) {
   const Codec& codec = *st.codec;
   const std::span<float> all(buf, n);
@@ -85,7 +85,7 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
   }
   if (p == 1) {
     decode(mine[0], all);
-    return;
+    co_return;
   }
 
   if (direct) {
@@ -94,12 +94,12 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
     auto* theirs = static_cast<std::byte*>(ctx.scratch(1, cap));
     auto rq = ctx.recv(g.rank(other), Channel::data2, theirs, cap);
     auto sq = ctx.send(g.rank(other), Channel::data2, mine[0].data(), mine[0].size());
-    ctx.wait_all({rq, sq});
+    co_await ctx.wait(rq, sq);
     // Member order on both sides, so both add the same numbers in the same order.
     const std::span<const std::byte> wires[2] = {mine[0], {theirs, rq->bytes()}};
     decode(wires[g.me == 0 ? 0 : 1], all);
     decode_add(wires[g.me == 0 ? 1 : 0], all);
-    return;
+    co_return;
   }
 
   // Reduce-scatter: every member's encoding of range j goes to member j.
@@ -115,13 +115,13 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
                              mine[static_cast<std::size_t>(m)].size()));
   }
   for (const auto& r : recvs)
-    if (r) ctx.wait(r);
+    if (r) co_await ctx.wait(r);
   std::vector<float> sum(own.size(), 0.0f);
   for (int m = 0; m < p; ++m)
     decode_add(m == g.me ? std::span<const std::byte>(mine[static_cast<std::size_t>(m)])
                                : received(in[static_cast<std::size_t>(m)], recvs[static_cast<std::size_t>(m)]),
                      sum);
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 
   // Allgather of the reduced ranges, exact. The owner decodes its own bytes too, so a
   // -0.0 that the sparse form drops reads as +0.0 everywhere.
@@ -141,13 +141,13 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
   decode(reduced, own);
   for (int m = 0; m < p; ++m) {
     if (m == g.me) continue;
-    ctx.wait(recvs[static_cast<std::size_t>(m)]);
+    co_await ctx.wait(recvs[static_cast<std::size_t>(m)]);
     decode(received(out[static_cast<std::size_t>(m)], recvs[static_cast<std::size_t>(m)]), range(m));
   }
-  ctx.wait_all(sends);
+  co_await ctx.wait_all(sends);
 }
 
-void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t n, const Compression& c,
+collectives::Steps compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t n, const Compression& c,
                           ErrorFeedback* feedback, Shard shard, ReduceOp op, int avg_divisor) {
   const auto codec = make_codec(codec_spec(c));
   CompressedStage st;
@@ -157,7 +157,7 @@ void compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t 
   st.shard = shard;
   // Independent rounding noise per rank and per call, yet reproducible run to run.
   st.seed = (ctx.seq() + 1) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(ctx.my_rank()) << 32 ^ shard.offset;
-  compressed_allreduce(ctx, g, buf, n, st);
+  co_await compressed_allreduce(ctx, g, buf, n, st);
   if (op == ReduceOp::avg) kernels::finish_avg(DataType::f32, buf, n, avg_divisor);
 }
 

@@ -30,13 +30,13 @@ struct CompressedStage {
 };
 
 // buf holds n floats: this member's input on entry, the group's sum on return.
-void compressed_allreduce(collectives::Context& ctx, const collectives::Group& g, float* buf,
+collectives::Steps compressed_allreduce(collectives::Context& ctx, const collectives::Group& g, float* buf,
                           std::size_t n, const CompressedStage& stage);
 
 // The stage as an allreduce plan runs it: the codec from the option, feedback under the
 // option's key when asked for, a seed unique to this call and rank, and op sum or avg
 // (avg divides by `avg_divisor` after the exchange, identically on every member).
-void compressed_allreduce(collectives::Context& ctx, const collectives::Group& g, float* buf,
+collectives::Steps compressed_allreduce(collectives::Context& ctx, const collectives::Group& g, float* buf,
                           std::size_t n, const Compression& c, ErrorFeedback* feedback, Shard shard,
                           ReduceOp op, int avg_divisor);
 
