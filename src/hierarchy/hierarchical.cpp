@@ -9,7 +9,7 @@ namespace {
 
 // Innermost level first; see plan_runs.
 collectives::Steps barrier_per_level(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a) {
-  for (const auto& g : plan.mine) co_await collectives::run_collective(ctx, g, a);
+  for (int i = 0; i < plan.depth(); ++i) co_await plan.engine(i).collective(ctx, plan.mine[static_cast<std::size_t>(i)], a);
 }
 
 }  // namespace

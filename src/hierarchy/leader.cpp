@@ -19,10 +19,11 @@ using collectives::Steps;
 
 namespace {
 
-Steps run(Context& ctx, const Group& g, CollectiveKind kind, const void* send, void* recv,
+// A whole collective at one level, by the level's engine.
+Steps run(Context& ctx, const Plan& p, int level, CollectiveKind kind, const void* send, void* recv,
           std::size_t count, DataType dt, ReduceOp op = ReduceOp::sum, int root = 0) {
   const CollArgs a{kind, send, recv, count, dt, op, root, {}};
-  co_await collectives::run_collective(ctx, g, a);
+  co_await p.engine(level).collective(ctx, p.mine[static_cast<std::size_t>(level)], a);
 }
 
 // The levels below the top where this rank takes part, innermost first: it leads its
@@ -67,7 +68,7 @@ std::vector<int> carried_by(const Plan& p, int level, int holder) {
 Steps broadcast_down(Context& ctx, const Plan& p, const std::vector<int>& levels, void* buf,
                     std::size_t count, DataType dt) {
   for (auto it = levels.rbegin(); it != levels.rend(); ++it)
-    co_await run(ctx, p.mine[static_cast<std::size_t>(*it)], CollectiveKind::broadcast, buf, buf, count, dt);
+    co_await run(ctx, p, *it, CollectiveKind::broadcast, buf, buf, count, dt);
 }
 
 }  // namespace
@@ -77,7 +78,7 @@ Steps leader_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, quant:
   const void* src = a.send;
   const auto levels = climb(plan);
   for (int i : levels) {
-    co_await run(ctx, plan.mine[static_cast<std::size_t>(i)], CollectiveKind::reduce, src, a.recv, a.count, a.dtype, partial);
+    co_await run(ctx, plan, i, CollectiveKind::reduce, src, a.recv, a.count, a.dtype, partial);
     src = a.recv;
   }
   if (at_top(plan) && a.compression && a.compression->lossy()) {
@@ -85,7 +86,7 @@ Steps leader_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, quant:
     co_await quant::compressed_allreduce(ctx, plan.mine.back(), static_cast<float*>(a.recv), a.count, *a.compression,
                                 feedback, quant::Shard{0, a.count}, a.op, plan.world_size);
   } else if (at_top(plan)) {
-    co_await run(ctx, plan.mine.back(), CollectiveKind::allreduce, src, a.recv, a.count, a.dtype, partial);
+    co_await run(ctx, plan, plan.depth() - 1, CollectiveKind::allreduce, src, a.recv, a.count, a.dtype, partial);
     if (a.op == ReduceOp::avg) kernels::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
   }
   co_await broadcast_down(ctx, plan, levels, a.recv, a.count, a.dtype);
@@ -175,9 +176,10 @@ Steps leader_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
     }
   }
   if (at_top(plan))
-    co_await run(ctx, plan.mine.back(), CollectiveKind::broadcast, a.recv, a.recv, a.count, a.dtype, ReduceOp::sum,
+    co_await run(ctx, plan, plan.depth() - 1, CollectiveKind::broadcast, a.recv, a.recv, a.count, a.dtype, ReduceOp::sum,
         plan.position(plan.depth() - 1, top_leader));
-  co_await broadcast_down(ctx, plan, climb(plan), a.recv, a.count, a.dtype);
+  const auto levels = climb(plan);
+  co_await broadcast_down(ctx, plan, levels, a.recv, a.count, a.dtype);
 }
 
 }  // namespace strata::hierarchy

@@ -14,6 +14,7 @@
 
 #include "collectives/context.hpp"
 #include "collectives/dispatch.hpp"
+#include "hierarchy/level_engine.hpp"
 #include "strata/locality.hpp"
 #include "topology/cost_model.hpp"
 #include "topology/levels.hpp"
@@ -32,6 +33,8 @@ struct Plan {
   // member 0 is the leader, and a rank is absent from levels above the one it leads).
   // Indexed like `levels`; size 0 where this rank sits the level out.
   std::vector<collectives::Group> mine;
+  // What runs each level (level_engine.hpp), indexed like `levels`; null: the host's.
+  std::vector<const LevelEngine*> engines;
   // What the communicator's cost model charges each level (plan_cost.hpp), priced once
   // when its selector is built. Unset where none was: split rail then takes its latency
   // path by STRATA_SMALL_BYTES alone.
@@ -48,6 +51,10 @@ struct Plan {
   std::optional<topology::RegionRing> region_ring;
 
   int depth() const { return static_cast<int>(levels.size()); }
+  const LevelEngine& engine(int level) const {
+    const auto i = static_cast<std::size_t>(level);
+    return i < engines.size() && engines[i] ? *engines[i] : host_engine();
+  }
   // Position of `rank` in its group at level i, or -1 if it sits that level out.
   int position(int level, int rank) const;
   std::string describe() const;  // one line for logs

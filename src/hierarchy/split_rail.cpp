@@ -76,9 +76,9 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
   if (latency_path(plan, CollectiveKind::allreduce, a.count * esz)) {
     // Latency first: a log(p)-step allreduce per level, every rank ending with the same bits.
     const void* src = a.send;
-    for (const Group& g : plan.mine) {
+    for (int i = 0; i < depth; ++i) {
       const CollArgs level{CollectiveKind::allreduce, src, out, a.count, a.dtype, partial, 0, {}};
-      co_await collectives::run_collective(ctx, g, level);
+      co_await plan.engine(i).collective(ctx, plan.mine[static_cast<std::size_t>(i)], level);
       src = out;
     }
     if (avg_div) kernels::finish_avg(a.dtype, out, a.count, avg_div);
@@ -107,7 +107,7 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     in_flight.pop_front();
     for (int i = depth - 2; i >= 0; --i) {
       const Range& r = ranges[s][static_cast<std::size_t>(i)];
-      co_await collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n,
+      co_await plan.engine(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n,
                                                   a.dtype);
     }
   };
@@ -117,7 +117,7 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     const char* src = static_cast<const char*>(a.send);
     for (int i = 0; i + 1 < depth; ++i) {
       const Range& r = ranges[s][static_cast<std::size_t>(i)];
-      co_await collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * esz,
+      co_await plan.engine(i).reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * esz,
                                                        out + r.off * esz, r.n, a.dtype, partial);
       src = out;
     }
@@ -125,8 +125,8 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     if (depth == 1) copy_if_distinct(out + shard.off * esz, src + shard.off * esz, shard.n * esz);
     // At most kInFlight + 1 stages are in flight at once: as many lanes of scratch.
     auto stage = std::make_unique<Stage>(Stage{ctx.lane(s % (kInFlight + 1)), {}});
-    stage->steps = collectives::ring_allreduce_pieces(stage->ctx, top, out + shard.off * esz, shard.n, a.dtype,
-                                                      partial, transport::stage_channel(s), avg_div);
+    stage->steps = plan.engine(depth - 1).allreduce_pieces(stage->ctx, top, out + shard.off * esz, shard.n, a.dtype,
+                                                           partial, transport::stage_channel(s), avg_div);
     ctx.start(stage->steps);
     in_flight.push_back(std::move(stage));
     if (in_flight.size() > kInFlight) co_await gather_oldest();
@@ -145,7 +145,7 @@ Steps split_rail_compressed_allreduce(Context& ctx, const Plan& plan, const Coll
   const int depth = plan.depth();
   for (int i = 0; i + 1 < depth; ++i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    co_await collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * sizeof(float),
+    co_await plan.engine(i).reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * sizeof(float),
                                             out + r.off * sizeof(float), r.n, a.dtype, partial);
     src = out;
   }
@@ -155,7 +155,7 @@ Steps split_rail_compressed_allreduce(Context& ctx, const Plan& plan, const Coll
                               *a.compression, feedback, quant::Shard{shard.off, shard.n}, a.op, plan.world_size);
   for (int i = depth - 2; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    co_await collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * sizeof(float), r.n,
+    co_await plan.engine(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * sizeof(float), r.n,
                                        a.dtype);
   }
 }
@@ -172,7 +172,7 @@ Steps split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& 
   const auto ranges = descend(plan, Range{0, world * a.count});
   for (int i = 0; i < plan.depth(); ++i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    co_await collectives::ring_reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz,
+    co_await plan.engine(i).reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz,
                                             tmp + r.off * esz, r.n, a.dtype, partial);
   }
   std::memcpy(a.recv, tmp + ranges.back().off * esz, block);
@@ -188,7 +188,7 @@ Steps split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
   // Outermost first: the WAN carries only the blocks of this rank's rail.
   for (int i = plan.depth() - 1; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    co_await collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz, r.n, a.dtype);
+    co_await plan.engine(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz, r.n, a.dtype);
   }
   char* recv = static_cast<char*>(a.recv);
   for (int q = 0; q < plan.world_size; ++q)
@@ -196,32 +196,6 @@ Steps split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
 }
 
 namespace {
-
-// The member at src_pos hands every member its piece of r; everyone ends with its own.
-Steps scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, Range r,
-                    std::size_t esz, int src_pos) {
-  const auto parts = static_cast<std::size_t>(g.size());
-  auto piece = [&](int m) {
-    return Range{r.off + collectives::piece_begin(r.n, parts, static_cast<std::size_t>(m)),
-                 collectives::piece_size(r.n, parts, static_cast<std::size_t>(m))};
-  };
-  if (g.me != src_pos) {
-    const Range mine = piece(g.me);
-    auto req = ctx.recv(g.rank(src_pos), collectives::Channel::data2, out + mine.off * esz, mine.n * esz);
-    co_await ctx.wait(req);
-    ctx.expect_bytes(req, mine.n * esz);
-    co_return;
-  }
-  std::vector<collectives::RequestPtr> sends;
-  for (int m = 0; m < g.size(); ++m) {
-    const Range p = piece(m);
-    if (m == g.me)
-      copy_if_distinct(out + p.off * esz, src + p.off * esz, p.n * esz);
-    else
-      sends.push_back(ctx.send(g.rank(m), collectives::Channel::data2, src + p.off * esz, p.n * esz));
-  }
-  co_await ctx.wait_all(sends);
-}
 
 // True when this rank agrees with `root` at every level in [from, to).
 bool same_positions(const Plan& p, int root, int from, int to) {
@@ -241,7 +215,7 @@ Steps split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
   auto bcast = [&](int level, char* buf, std::size_t n) -> Steps {
     const Group& g = plan.mine[static_cast<std::size_t>(level)];
     const CollArgs b{CollectiveKind::broadcast, buf, buf, n, a.dtype, ReduceOp::sum, plan.position(level, root), {}};
-    co_await collectives::run_collective(ctx, g, b);
+    co_await plan.engine(level).collective(ctx, g, b);
   };
 
   if (latency_path(plan, CollectiveKind::broadcast, a.count * esz)) {
@@ -255,13 +229,15 @@ Steps split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
   const auto ranges = descend(plan, Range{0, a.count});
   for (int i = 0; i + 1 < depth; ++i)
     if (same_positions(plan, root, i + 1, depth))
-      co_await scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out, out, ranges[static_cast<std::size_t>(i)],
-                     esz, plan.position(i, root));
+      co_await plan.engine(i).scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)],
+                                             out + ranges[static_cast<std::size_t>(i)].off * esz,
+                                             out + ranges[static_cast<std::size_t>(i)].off * esz,
+                                             ranges[static_cast<std::size_t>(i)].n, a.dtype, plan.position(i, root));
   const Range& shard = ranges[static_cast<std::size_t>(depth - 1)];
   co_await bcast(depth - 1, out + shard.off * esz, shard.n);
   for (int i = depth - 2; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    co_await collectives::ring_allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n, a.dtype);
+    co_await plan.engine(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n, a.dtype);
   }
 }
 

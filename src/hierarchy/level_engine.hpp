@@ -1,0 +1,51 @@
+// What runs one level of a hierarchical plan. The plans (split_rail.cpp, leader.cpp) say
+// what each level does to which range of the vector; a level's engine says how. Today
+// every level runs on the host, through the transport (host_engine: the flat algorithms
+// over the level's group); a level that runs elsewhere (NCCL among the GPUs of a region)
+// is another engine behind the same calls, and the plans do not change.
+//
+// Every call is resumable work (collectives::Steps) over this rank's group at the level;
+// all members make the same calls in the same order.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/context.hpp"
+#include "collectives/dispatch.hpp"
+#include "strata/types.hpp"
+
+namespace strata::hierarchy {
+
+class LevelEngine {
+ public:
+  virtual ~LevelEngine() = default;
+  virtual const char* name() const = 0;
+
+  // A whole collective over g: a level's share of the latency path, a leader's climb and
+  // descent.
+  virtual collectives::Steps collective(collectives::Context& ctx, const collectives::Group& g,
+                                        const collectives::CollArgs& a) const = 0;
+  // Over n elements cut into g.size() pieces (collectives::piece_begin): afterwards piece
+  // g.me of recv holds the group's reduction (op avg reduces as sum), the others partial
+  // sums.
+  virtual collectives::Steps reduce_scatter_pieces(collectives::Context& ctx, const collectives::Group& g,
+                                                   const void* send, void* recv, std::size_t n, DataType dt,
+                                                   ReduceOp op) const = 0;
+  // Fills every piece of buf but g.me's from its owner.
+  virtual collectives::Steps allgather_pieces(collectives::Context& ctx, const collectives::Group& g, void* buf,
+                                              std::size_t n, DataType dt) const = 0;
+  // Both of the above in place, on channel `ch`, so that several can be in flight between
+  // the same members; with avg_divisor > 0 each member divides its own piece first.
+  virtual collectives::Steps allreduce_pieces(collectives::Context& ctx, const collectives::Group& g, void* buf,
+                                              std::size_t n, DataType dt, ReduceOp op, collectives::Channel ch,
+                                              int avg_divisor) const = 0;
+  // Member `from` hands every member its piece of src[0, n); each ends with its own in out.
+  virtual collectives::Steps scatter_pieces(collectives::Context& ctx, const collectives::Group& g,
+                                            const char* src, char* out, std::size_t n, DataType dt,
+                                            int from) const = 0;
+};
+
+// The host's: the flat algorithms over the transport.
+const LevelEngine& host_engine();
+
+}  // namespace strata::hierarchy
