@@ -9,7 +9,7 @@
 #include <map>
 #include <tuple>
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "collectives/registry.hpp"
 #include "hierarchy/plan_cost.hpp"
 #include "plan_format.hpp"

@@ -19,19 +19,19 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/launch_env.hpp"
+#include "core/config.hpp"
 #include "collectives/registry.hpp"
 #include "core/comm_impl.hpp"
-#include "base/config.hpp"
+#include "core/launch_env.hpp"
 #include "hierarchy/plan.hpp"
 #include "hierarchy/plan_cost.hpp"
 #include "launcher.hpp"
 #include "perf_report.hpp"
 #include "plan_format.hpp"
 #include "plan_measured.hpp"
+#include "probe/probe.hpp"
 #include "strata/errors.hpp"
 #include "topology/levels.hpp"
-#include "probe/probe.hpp"
 #include "topology/selector.hpp"
 #include "topology/topology_file.hpp"
 #include "topology/tuner.hpp"
@@ -306,7 +306,7 @@ void learn_online(detail::CommImpl& comm, const Options& o) {
 }
 
 int run_rank(const Options& o) {
-  const auto info = bootstrap::discover_launch();
+  const auto info = detail::discover_launch();
   detail::CommImpl::Setup s;
   s.rank = info.rank;
   s.size = info.size;

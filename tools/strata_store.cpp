@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bootstrap/tcp_store.hpp"
+#include "core/link_settings.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"strata-store: a rendezvous store that outlives the ranks"};
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   try {
-    const auto secret = strata::bootstrap::JobSecret::from_config();
+    const auto secret = strata::detail::configured_secret();
     if (!secret)
       std::fprintf(stderr, "strata-store: warning: no STRATA_JOB_SECRET(_FILE): anyone who reaches %s can read "
                            "and write its keys\n", host.c_str());

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/link_settings.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "socket.hpp"
@@ -106,7 +107,7 @@ AcceptAuth::State AcceptAuth::step(int fd) {
 const bootstrap::JobSecret& plugin_secret() {
   static const bootstrap::JobSecret secret = [] {
     try {
-      if (auto s = bootstrap::JobSecret::from_config()) return *s;
+      if (auto s = detail::configured_secret()) return *s;
     } catch (const InvalidArgument& e) {
       throw NetError(abi::invalid_usage, e.what());
     }

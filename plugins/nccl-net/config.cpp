@@ -1,10 +1,10 @@
 #include "config.hpp"
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "strata/errors.hpp"
-#include "core/wan_settings.hpp"
+#include "core/link_settings.hpp"
 
 namespace strata::nccl_net {
 

@@ -1,5 +1,5 @@
 // The plugin's settings, read from the environment once, at the first init, through
-// libstrata's own registry (base/settings.def: names, defaults and ranges) and its WAN
+// libstrata's own registry (core/settings.def: names, defaults and ranges) and its WAN
 // options (wan/wan_options.hpp), compiled into the plugin: one environment configures
 // both alike.
 #pragma once

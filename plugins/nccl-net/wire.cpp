@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "auth_step.hpp"
-#include "core/wan_settings.hpp"
+#include "core/link_settings.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "strata/errors.hpp"

@@ -11,9 +11,10 @@
 
 namespace strata::net {
 
-// What a listener for `published` binds: that address, or with STRATA_SOCKET_BIND_ANY=1
-// the wildcard of its family. Listeners publish `published` either way.
-boost::asio::ip::address bind_address(const boost::asio::ip::address& published);
+// What a listener for `published` binds: that address, or with `any`
+// (SocketSettings::bind_any) the wildcard of its family. Listeners publish `published`
+// either way.
+boost::asio::ip::address bind_address(const boost::asio::ip::address& published, bool any);
 
 // acceptor, retry and trouble must outlive the loop (members of its owner, which closes
 // the acceptor and cancels the timer before they go).

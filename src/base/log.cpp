@@ -4,28 +4,26 @@
 #include <cstdio>
 #include <strings.h>
 
-#include "base/config.hpp"
 
 namespace strata::log {
 
 namespace {
 
 std::atomic<int> g_rank{-1};
-
-Level configured() {
-  static const Level level = [] {
-    const std::string v = config::get(config::debug);
-    if (strcasecmp(v.c_str(), "ERROR") == 0) return Level::error;
-    if (strcasecmp(v.c_str(), "INFO") == 0) return Level::info;
-    if (strcasecmp(v.c_str(), "TRACE") == 0) return Level::trace;
-    return Level::warn;
-  }();
-  return level;
-}
+std::atomic<int> g_level{static_cast<int>(Level::warn)};
 
 }  // namespace
 
-bool enabled(Level l) { return static_cast<int>(l) <= static_cast<int>(configured()); }
+Level level_named(const std::string& v) {
+  if (strcasecmp(v.c_str(), "ERROR") == 0) return Level::error;
+  if (strcasecmp(v.c_str(), "INFO") == 0) return Level::info;
+  if (strcasecmp(v.c_str(), "TRACE") == 0) return Level::trace;
+  return Level::warn;
+}
+
+bool enabled(Level l) { return static_cast<int>(l) <= g_level.load(std::memory_order_relaxed); }
+
+void set_level(Level l) { g_level.store(static_cast<int>(l), std::memory_order_relaxed); }
 
 void set_rank(int rank) { g_rank = rank; }
 

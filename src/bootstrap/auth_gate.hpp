@@ -22,14 +22,13 @@ namespace strata::bootstrap::auth {
 struct GateLimits {
   std::chrono::milliseconds deadline{10000};  // to finish the handshake (STRATA_HANDSHAKE_S)
   std::size_t max_pending = 256;              // handshakes under way; more are closed at once
-  static GateLimits from_config();
 };
 
 class Gate {
  public:
   // who: "tcp transport of rank 3", for the log. payload_bytes: what dialers prove.
   Gate(std::string who, const JobSecret& secret, Channel channel, std::size_t payload_bytes,
-       GateLimits limits = GateLimits::from_config())
+       GateLimits limits = {})
       : st_(std::make_shared<State>(State{std::move(who), secret, channel, payload_bytes, limits})) {}
 
   // Runs the acceptor's side on a new connection; on_admit(payload) once it proved itself.

@@ -68,7 +68,8 @@ bool reliable(Message::Kind k) {
 class ControlMesh::Impl {
  public:
   Impl(int rank, int size, const std::string& bind_host, MeshTiming timing, const JobSecret& secret)
-      : gate_("control mesh of rank " + std::to_string(rank), secret, auth::Channel::mesh, 4),
+      : gate_("control mesh of rank " + std::to_string(rank), secret, auth::Channel::mesh, 4,
+              auth::GateLimits{timing.handshake}),
         accept_trouble_("control mesh on rank " + std::to_string(rank)), rank_(rank),
         peers_(static_cast<std::size_t>(size)), timing_(timing),
         window_(timing.heartbeat.count() > 0 ? timing.heartbeat : kRedialWindow) {
@@ -76,7 +77,7 @@ class ControlMesh::Impl {
     const auto addr = asio::ip::make_address(bind_host, ec);
     if (ec) throw TransportError("control mesh: cannot listen on '" + bind_host + "': not an IP address");
     published_ = addr;
-    const tcp::endpoint ep(net::bind_address(addr), 0);
+    const tcp::endpoint ep(net::bind_address(addr, timing.bind_any), 0);
     acceptor_.open(ep.protocol());
     acceptor_.bind(ep, ec);
     if (ec) throw TransportError("control mesh: cannot listen on " + bind_host + ": " + sys::describe(ec));

@@ -57,6 +57,8 @@ struct ControlNotice {
 struct MeshTiming {
   std::chrono::milliseconds heartbeat{0};  // STRATA_HEARTBEAT_S: the silence after which a neighbour is lost
   std::chrono::milliseconds keepalive{0};  // STRATA_KEEPALIVE_S: the idle time after which a connection is probed
+  std::chrono::milliseconds handshake{10000};  // STRATA_HANDSHAKE_S: for a connection to prove itself
+  bool bind_any = false;                       // net::bind_address
 };
 
 class ControlMesh {

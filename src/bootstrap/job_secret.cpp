@@ -3,7 +3,6 @@
 #include <fstream>
 #include <iterator>
 
-#include "base/config.hpp"
 #include "bootstrap/crypto.hpp"
 #include "strata/errors.hpp"
 
@@ -23,17 +22,13 @@ JobSecret JobSecret::from_text(const std::string& text) {
   return s;
 }
 
-std::optional<JobSecret> JobSecret::from_config() {
-  const std::string text = config::get(config::job_secret);
-  if (!text.empty()) return from_text(text);
-  const std::string path = config::get(config::job_secret_file);
-  if (path.empty()) return std::nullopt;
+JobSecret JobSecret::from_file(const std::string& path, const std::string& variable) {
   std::ifstream in(path, std::ios::binary);
   std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) contents.clear();
   while (!contents.empty() && (contents.back() == '\n' || contents.back() == '\r')) contents.pop_back();
   if (contents.empty())
-    throw InvalidArgument("STRATA_JOB_SECRET_FILE: cannot read a secret from '" + path + "' (missing or empty)");
+    throw InvalidArgument(variable + ": cannot read a secret from '" + path + "' (missing or empty)");
   return from_text(contents);
 }
 

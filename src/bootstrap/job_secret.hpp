@@ -19,9 +19,9 @@ struct JobSecret {
   static JobSecret random();
   // Any text (a passphrase, a hex string): its SHA-256 is the key.
   static JobSecret from_text(const std::string& text);
-  // STRATA_JOB_SECRET, else the contents of STRATA_JOB_SECRET_FILE, else nothing.
-  // Throws InvalidArgument when the file cannot be read or is empty.
-  static std::optional<JobSecret> from_config();
+  // The file's contents, less a trailing newline, as text. Throws InvalidArgument naming
+  // `variable` (the setting that named the file) when it cannot be read or is empty.
+  static JobSecret from_file(const std::string& path, const std::string& variable);
   // 64 lowercase hex digits, to carry the key in a UniqueId or a store value.
   std::string hex() const;
   static std::optional<JobSecret> from_hex(const std::string& hex);

@@ -43,7 +43,7 @@ void forget_in_child() {
 
 }  // namespace
 
-std::string liveness_address(const std::string& host) {
+std::string liveness_address(const std::string& host, bool bind_any) {
   static std::once_flag hooked;
   std::call_once(hooked, [] { ::pthread_atfork(nullptr, nullptr, forget_in_child); });
   Port& p = port();
@@ -53,7 +53,7 @@ std::string liveness_address(const std::string& host) {
   const auto published = boost::asio::ip::make_address(host, ec);
   if (ec) throw TransportError("liveness port: '" + host + "' is not an IP address");
   // Like every listener of the job: the job's address, or all with STRATA_SOCKET_BIND_ANY.
-  const std::string bind = net::bind_address(published).to_string();
+  const std::string bind = net::bind_address(published, bind_any).to_string();
   sockaddr_storage ss{};
   socklen_t len = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);

@@ -10,8 +10,9 @@
 
 namespace strata::bootstrap {
 
-// "ip:port" of this process's port, listening on `host` (the first call's host: later
-// ones get the same port). A child forked from this process gets a port of its own.
-std::string liveness_address(const std::string& host);
+// "ip:port" of this process's port, listening on `host` (the wildcard of its family
+// with bind_any; the first call's host: later ones get the same port). A child forked
+// from this process gets a port of its own.
+std::string liveness_address(const std::string& host, bool bind_any);
 
 }  // namespace strata::bootstrap

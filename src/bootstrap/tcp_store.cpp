@@ -9,7 +9,6 @@
 
 #include "bootstrap.pb.h"
 #include "base/accept_loop.hpp"
-#include "base/config.hpp"
 #include "base/keepalive.hpp"
 #include "bootstrap/auth_gate.hpp"
 #include "base/log.hpp"
@@ -24,14 +23,8 @@ namespace {
 // kernel's keepalive keeps middleboxes from forgetting it and finds a peer gone, and a
 // request unanswered at the TCP level for 10 s fails instead of blocking for minutes
 // (a partition: the arbiter's caller must hear that it cannot be reached).
-void keep_alive(boost::asio::ip::tcp::socket& s) {
-  double idle_s = 15;
-  try {
-    idle_s = config::get(config::keepalive_s);
-  } catch (const InvalidArgument&) {  // refused, with a reason, where a communicator reads it
-  }
-  net::keep_alive(s.native_handle(), std::chrono::milliseconds(static_cast<long long>(idle_s * 1000)),
-                  std::chrono::seconds(10));
+void keep_alive(boost::asio::ip::tcp::socket& s, std::chrono::milliseconds idle) {
+  net::keep_alive(s.native_handle(), idle, std::chrono::seconds(10));
 }
 
 }  // namespace
@@ -85,7 +78,7 @@ class StoreServer::Impl {
         acceptor_(io_), accept_retry_(io_),
         accept_trouble_("the rendezvous store") {
     const tcp::endpoint published = resolve(io_, host, port);
-    const tcp::endpoint ep(net::bind_address(published.address()), published.port());
+    const tcp::endpoint ep(net::bind_address(published.address(), limits.bind_any), published.port());
     acceptor_.open(ep.protocol());
     acceptor_.set_option(tcp::acceptor::reuse_address(true));
     boost::system::error_code ec;
@@ -174,7 +167,7 @@ class StoreServer::Impl {
       }
       full_logged_ = false;
       s.set_option(tcp::no_delay(true), ec);
-      keep_alive(s);
+      keep_alive(s, limits_.keepalive);
       // Nothing of a connection is read as a request before it proved it belongs to the
       // job: a stranger can neither read nor write a key.
       auto c = std::make_shared<Conn>(std::move(s), io_);
@@ -333,7 +326,8 @@ std::string StoreServer::trouble() const { return impl_->trouble(); }
 
 class TcpStore::Impl {
  public:
-  Impl(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret)
+  Impl(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret,
+       const net::SocketSettings& sockets)
       : sock_(std::make_shared<tcp::socket>(io_)), host_(host), port_(port) {
     const tcp::endpoint ep = resolve(io_, host, port);
     boost::system::error_code ec;
@@ -348,8 +342,8 @@ class TcpStore::Impl {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     sock_->set_option(tcp::no_delay(true));
-    keep_alive(*sock_);
-    auth::Gate gate("rendezvous store client", secret, auth::Channel::store, 0);
+    keep_alive(*sock_, sockets.keepalive);
+    auth::Gate gate("rendezvous store client", secret, auth::Channel::store, 0, auth::GateLimits{sockets.handshake});
     std::string error;
     gate.dial(sock_, {}, [&error](const std::string& e) { error = e.empty() ? "" : e; });
     io_.run();
@@ -401,8 +395,9 @@ class TcpStore::Impl {
   std::uint16_t port_;
 };
 
-TcpStore::TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret)
-    : impl_(std::make_unique<Impl>(host, port, deadline, secret)) {}
+TcpStore::TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret,
+                   const net::SocketSettings& sockets)
+    : impl_(std::make_unique<Impl>(host, port, deadline, secret, sockets)) {}
 TcpStore::~TcpStore() = default;
 
 void TcpStore::set(const std::string& key, const std::string& value) {

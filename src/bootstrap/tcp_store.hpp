@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "base/socket_settings.hpp"
 #include "bootstrap/auth_gate.hpp"
 #include "bootstrap/job_secret.hpp"
 #include "bootstrap/store.hpp"
@@ -25,7 +26,17 @@ struct StoreServerLimits {
   std::size_t max_buffered = 64u << 20;               // request bytes being received, all connections
   std::chrono::milliseconds first_request{30000};     // a new connection's first request, whole
   std::chrono::milliseconds frame{30000};             // any request, from its length to its last byte
-  auth::GateLimits handshake = auth::GateLimits::from_config();  // before any of that: the job's handshake
+  auth::GateLimits handshake;                         // before any of that: the job's handshake
+  std::chrono::milliseconds keepalive{15000};         // idle time before keepalive probes
+  bool bind_any = false;                              // net::bind_address
+  // The limits above with the handshake, keepalive and binding `sockets` say.
+  static StoreServerLimits with(const net::SocketSettings& sockets) {
+    StoreServerLimits l;
+    l.handshake.deadline = sockets.handshake;
+    l.keepalive = sockets.keepalive;
+    l.bind_any = sockets.bind_any;
+    return l;
+  }
 };
 
 class StoreServer {
@@ -50,7 +61,8 @@ class TcpStore : public Store, public KnowsLocalAddress {
  public:
   // Retries the connection until `deadline`: the server may start after the client.
   // Proves it knows `secret` (and checks that the server does) before any request.
-  TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret);
+  TcpStore(const std::string& host, std::uint16_t port, Clock::time_point deadline, const JobSecret& secret,
+           const net::SocketSettings& sockets = {});
   ~TcpStore() override;
   void set(const std::string& key, const std::string& value) override;
   std::vector<std::string> get(const std::vector<std::string>& keys,

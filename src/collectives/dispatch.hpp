@@ -44,7 +44,7 @@ class Chooser {
   virtual const Algorithm& choose(const Group& g, const CollArgs& a) const = 0;
 };
 
-// STRATA_SMALL_BYTES's default (base/settings.def; test_config holds them equal): what
+// STRATA_SMALL_BYTES's default (core/settings.def; test_config holds them equal): what
 // code without a communicator's settings takes as small.
 inline constexpr std::size_t kDefaultSmallBytes = 64 << 10;
 

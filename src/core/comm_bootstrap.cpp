@@ -5,11 +5,12 @@
 
 #include <boost/system/system_error.hpp>
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
 #include "bootstrap/liveness_port.hpp"
 #include "core/comm_impl.hpp"
+#include "core/link_settings.hpp"
 #include "core/world_join.hpp"
 #include "hierarchy/plan_cost.hpp"
 #include "strata/errors.hpp"
@@ -27,22 +28,26 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     std::shared_ptr<Store> inner = s.store;
     if (s.secret) {
       secret_ = *s.secret;
-    } else if (auto configured = bootstrap::JobSecret::from_config()) {
+    } else if (auto configured = detail::configured_secret()) {
       secret_ = *configured;
     }
     if (!inner) {
       const auto [host, port] = bootstrap::split_host_port(s.root, "rendezvous address");
-      if (s.serve_root && rank_ == 0) server_ = std::make_unique<bootstrap::StoreServer>(host, port, secret_);
-      inner = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret_);
+      const auto& sockets = settings_.fabric.sockets;
+      if (s.serve_root && rank_ == 0)
+        server_ = std::make_unique<bootstrap::StoreServer>(host, port, secret_,
+                                                           bootstrap::StoreServerLimits::with(sockets));
+      inner = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret_, sockets);
     }
     bootstrap::PrefixStore store(inner, s.key_prefix);
     if (!s.secret) secret_ = resolve_secret(store, rank_, s.store != nullptr, deadline);
     const WorldShape shape{rank_, size_, servers_};
-    mesh_ = std::make_unique<bootstrap::ControlMesh>(rank_, size_, transport::listen_host(store),
-                                                     bootstrap::MeshTiming{settings_.heartbeat, settings_.keepalive},
-                                                     secret_);
+    const auto& sockets = settings_.fabric.sockets;
+    mesh_ = std::make_unique<bootstrap::ControlMesh>(
+        rank_, size_, transport::listen_host(store, sockets.ifaddr),
+        bootstrap::MeshTiming{settings_.heartbeat, sockets.keepalive, sockets.handshake, sockets.bind_any}, secret_);
     Published mine{mesh_->address(), {settings_.refused_text(), settings_.shared_text()}, "",
-                   bootstrap::liveness_address(mesh_->host())};
+                   bootstrap::liveness_address(mesh_->host(), sockets.bind_any)};
     if (rank_ == 0) mine.lineage = s.lineage.empty() ? bootstrap::JobSecret::random().hex().substr(0, 32) : s.lineage;
     auto joined = exchange_localities(store, shape, deadline, timeout_, mine);
     refuse_disagreement(store, joined.settings, deadline);

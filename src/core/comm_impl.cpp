@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "base/log.hpp"
 #include "collectives/ps_protocol.hpp"
 #include "strata/errors.hpp"

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <limits>
 
-#include "bootstrap/launch_env.hpp"
+#include "base/log.hpp"
 #include "collectives/registry.hpp"
 #include "core/comm_impl.hpp"
-#include "base/log.hpp"
+#include "core/launch_env.hpp"
 #include "core/unique_id.hpp"
 #include "quant/compression.hpp"
 #include "strata/errors.hpp"
@@ -168,11 +168,11 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, con
 Communicator Communicator::from_env(const CommOptions& opts) {
   // A dedicated server joins no communicator, and the library does not end a process
   // for its caller: the program asks strata::is_server_process() and serves instead.
-  if (bootstrap::is_server_role())
+  if (detail::is_server_role())
     throw InvalidArgument("Communicator::from_env: STRATA_ROLE=server marks this process as a dedicated parameter "
                           "server, which joins no communicator; call strata::serve_from_env() when "
                           "strata::is_server_process() (include/strata/server.hpp)");
-  const auto info = bootstrap::discover_launch();
+  const auto info = detail::discover_launch();
   return Communicator(info.rank, info.size, info.root, opts);
 }
 

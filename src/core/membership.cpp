@@ -11,10 +11,11 @@
 #include "bootstrap/crypto.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/tcp_store.hpp"
-#include "strata/communicator.hpp"
 #include "core/grow_places.hpp"
+#include "core/link_settings.hpp"
 #include "core/unique_id.hpp"
 #include "core/world_join.hpp"
+#include "strata/communicator.hpp"
 #include "strata/errors.hpp"
 
 namespace strata {
@@ -44,13 +45,15 @@ std::string hex(const unsigned char* p, std::size_t n) {
 std::shared_ptr<Store> connect_store(const UniqueId& id, std::chrono::milliseconds timeout) {
   const auto parsed = detail::parse_unique_id(id);
   const auto [host, port] = bootstrap::split_host_port(parsed.root, "unique id's store address");
-  return std::make_shared<bootstrap::TcpStore>(host, port, Store::Clock::now() + timeout, parsed.secret);
+  return std::make_shared<bootstrap::TcpStore>(host, port, Store::Clock::now() + timeout, parsed.secret,
+                                               detail::socket_settings());
 }
 
 std::shared_ptr<Store> connect_store(const std::string& address, std::chrono::milliseconds timeout) {
   const auto [host, port] = bootstrap::split_host_port(address, "store address");
   return std::make_shared<bootstrap::TcpStore>(host, port, Store::Clock::now() + timeout,
-                                               bootstrap::JobSecret::from_config().value_or(bootstrap::JobSecret{}));
+                                               detail::configured_secret().value_or(bootstrap::JobSecret{}),
+                                               detail::socket_settings());
 }
 
 Communicator Communicator::grow(std::shared_ptr<Store> store, int new_size, const std::string& generation,

@@ -1,9 +1,10 @@
 #include "core/settings_check.hpp"
 
+#include <cmath>
 #include <map>
 #include <mutex>
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "base/log.hpp"
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
@@ -68,6 +69,7 @@ std::string SettingsCheck::shared_text() const {
 }
 
 SettingsCheck check_settings(const CommOptions& opts) {
+  log::set_level(log::level_named(config::get(config::debug)));
   // A misspelt or renamed variable is otherwise ignored in silence; once per process.
   static std::once_flag warned;
   std::call_once(warned, [] {
@@ -116,6 +118,12 @@ SettingsCheck check_settings(const CommOptions& opts) {
   if (ok(config::Id::unexpected_bytes))
     c.fabric.unexpected_bytes = static_cast<std::size_t>(config::get(config::unexpected_bytes));
   if (ok(config::Id::shared_memory)) c.fabric.shared_memory = config::get(config::shared_memory) != 0;
+  auto& sockets = c.fabric.sockets;
+  if (ok(config::Id::socket_ifaddr)) sockets.ifaddr = config::get(config::socket_ifaddr);
+  if (ok(config::Id::socket_bind_any)) sockets.bind_any = config::get(config::socket_bind_any) != 0;
+  if (ok(config::Id::handshake_s))
+    sockets.handshake = std::chrono::milliseconds(std::llround(config::get(config::handshake_s) * 1000.0));
+  sockets.keepalive = c.keepalive;
   if (ok(config::Id::servers)) c.servers = static_cast<int>(config::get(config::servers));
 
   for (const config::Id id : kShared) {

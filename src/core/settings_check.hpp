@@ -50,7 +50,7 @@ struct SettingsCheck {
 // it), or none.
 std::optional<topology::TopologyFile> topology_file(const SettingsCheck& s, int world_size);
 
-// Reads every setting of the registry (base/settings.def) and the rules beyond its
+// Reads every setting of the registry (core/settings.def) and the rules beyond its
 // ranges (a heartbeat period of 0 or at least 1 s, STRATA_COMPRESS that parses); never throws.
 SettingsCheck check_settings(const CommOptions& opts);
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "core/comm_impl.hpp"
 #include "core/mesh_store.hpp"
 #include "core/quorum.hpp"

@@ -3,6 +3,7 @@
 // server that lives as long as the creating process, as ncclGetUniqueId's bootstrap root
 // does, and admits only clients that know the id's secret: the id is the job's key.
 #include "core/unique_id.hpp"
+#include "core/link_settings.hpp"
 
 #include <netdb.h>
 #include <unistd.h>
@@ -12,8 +13,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/config.hpp"
 #include "bootstrap/tcp_store.hpp"
-#include "base/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata {
@@ -58,7 +59,8 @@ std::vector<std::unique_ptr<bootstrap::StoreServer>>& servers() {
 UniqueId UniqueId::create() {
   const std::string host = advertised_host();
   const auto secret = bootstrap::JobSecret::random();
-  auto server = std::make_unique<bootstrap::StoreServer>(host, 0, secret);
+  auto server = std::make_unique<bootstrap::StoreServer>(host, 0, secret,
+                                                         bootstrap::StoreServerLimits::with(detail::socket_settings()));
   const std::string text = std::string(kMagic) + "|" + host + ":" + std::to_string(server->port()) + "|" + secret.hex();
   if (text.size() >= UniqueId{}.bytes.size())
     throw InvalidArgument("UniqueId::create: the address " + host + " is too long to fit an id");

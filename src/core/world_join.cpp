@@ -5,11 +5,11 @@
 #include <cctype>
 #include <mutex>
 
-#include "bootstrap.pb.h"
-#include "bootstrap/launch_env.hpp"
-#include "base/config.hpp"
-#include "core/wan_settings.hpp"
+#include "core/config.hpp"
 #include "base/log.hpp"
+#include "bootstrap.pb.h"
+#include "core/launch_env.hpp"
+#include "core/link_settings.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 #include "wan/routed_transport.hpp"
@@ -54,7 +54,7 @@ int configured_servers() {
 
 Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transport::Clock::time_point deadline,
                            std::chrono::milliseconds timeout, const Published& published) {
-  const Locality mine = bootstrap::local_locality();
+  const Locality mine = detail::local_locality();
   bootstrap::wire::RankRecord rec;
   rec.set_rank(w.me);
   rec.set_host(mine.host);
@@ -144,7 +144,7 @@ std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, Tra
 
 bootstrap::JobSecret resolve_secret(bootstrap::Store& store, int rank, bool shared_store,
                                     transport::Clock::time_point deadline) {
-  if (auto configured = bootstrap::JobSecret::from_config()) return *configured;
+  if (auto configured = detail::configured_secret()) return *configured;
   if (shared_store) {
     if (rank == 0) store.set("job-secret", bootstrap::JobSecret::random().hex());
     const auto drawn = bootstrap::JobSecret::from_hex(store.get("job-secret", deadline));

@@ -1,9 +1,10 @@
 // A dedicated server process: join the workers' rendezvous as transport rank
 // workers + index, then run the shard loop until every worker has closed.
-#include "bootstrap/launch_env.hpp"
-#include "bootstrap/tcp_store.hpp"
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "base/log.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "core/launch_env.hpp"
+#include "core/link_settings.hpp"
 #include "core/settings_check.hpp"
 #include "core/world_join.hpp"
 #include "ps/shard_server.hpp"
@@ -11,7 +12,7 @@
 
 namespace strata {
 
-bool is_server_process() { return bootstrap::is_server_role(); }
+bool is_server_process() { return detail::is_server_role(); }
 
 ServerStats serve(const ServerOptions& o) {
   if (o.servers < 1) throw InvalidArgument("serve: servers=" + std::to_string(o.servers) + " must be at least 1");
@@ -24,8 +25,8 @@ ServerStats serve(const ServerOptions& o) {
   const auto deadline = transport::Clock::now() + timeout;
   log::set_rank(o.workers + o.index);
   const auto [host, port] = bootstrap::split_host_port(o.root, "rendezvous address");
-  const auto secret = bootstrap::JobSecret::from_config().value_or(bootstrap::JobSecret{});
-  auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret);
+  const auto secret = detail::configured_secret().value_or(bootstrap::JobSecret{});
+  auto tcp_store = std::make_shared<bootstrap::TcpStore>(host, port, deadline, secret, detail::socket_settings());
   bootstrap::PrefixStore store(tcp_store, "strata/");
   const detail::WorldShape w{o.workers + o.index, o.workers, o.servers};
   const auto joined = detail::exchange_localities(store, w, deadline, timeout);
@@ -53,7 +54,7 @@ ServerStats serve(const ServerOptions& o) {
 
 ServerStats serve_from_env(const CommOptions& comm) {
   if (!is_server_process()) throw InvalidArgument("serve_from_env: STRATA_ROLE is not 'server'");
-  const auto info = bootstrap::discover_server_launch();
+  const auto info = detail::discover_server_launch();
   ServerOptions o;
   o.index = info.rank;
   o.workers = info.size;

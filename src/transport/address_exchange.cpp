@@ -1,11 +1,8 @@
 #include "transport/address_exchange.hpp"
 
-#include "base/config.hpp"
-
 namespace strata::transport {
 
-std::string listen_host(bootstrap::Store& store) {
-  const std::string configured = config::get(config::socket_ifaddr);
+std::string listen_host(bootstrap::Store& store, const std::string& configured) {
   if (!configured.empty()) return configured;
   // A grown communicator's store is a prefix of a prefix (grow/<generation>/, then its
   // own keys): the address is the store client's underneath them all.

@@ -8,13 +8,14 @@ namespace strata::transport {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-AsioEndpoint::AsioEndpoint(const std::string& who, int rank, const std::string& bind_host, int socket_buffer)
+AsioEndpoint::AsioEndpoint(const std::string& who, int rank, const std::string& bind_host, bool bind_any,
+                           int socket_buffer)
     : who_(who), accept_trouble_(who + " on rank " + std::to_string(rank)) {
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(bind_host, ec);
   if (ec) throw TransportError(who_ + ": cannot listen on '" + bind_host + "': not an IP address");
   published_ = addr;
-  const tcp::endpoint ep(net::bind_address(addr), 0);
+  const tcp::endpoint ep(net::bind_address(addr, bind_any), 0);
   acceptor_.open(ep.protocol());
   if (socket_buffer > 0) {
     acceptor_.set_option(asio::socket_base::receive_buffer_size(socket_buffer), ec);

@@ -24,7 +24,7 @@ class AsioEndpoint {
   // Listens on bind_host (an IP address) at once; `who` ("tcp transport") names the
   // transport in errors. socket_buffer > 0 sets SO_RCVBUF and SO_SNDBUF on the listener
   // before it listens, so accepted sockets inherit them and window scaling covers them.
-  AsioEndpoint(const std::string& who, int rank, const std::string& bind_host, int socket_buffer = 0);
+  AsioEndpoint(const std::string& who, int rank, const std::string& bind_host, bool bind_any, int socket_buffer = 0);
 
   boost::asio::io_context& io() { return io_; }
   std::string address() const;  // "ip:port" to publish

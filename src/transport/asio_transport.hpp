@@ -21,8 +21,8 @@ class AsioTransport : public Transport {
   std::string trouble() const override { return net_.trouble(); }
 
  protected:
-  AsioTransport(const std::string& who, int rank, const std::string& bind_host, int socket_buffer = 0)
-      : net_(who, rank, bind_host, socket_buffer), rank_(rank) {}
+  AsioTransport(const std::string& who, int rank, const std::string& bind_host, bool bind_any, int socket_buffer = 0)
+      : net_(who, rank, bind_host, bind_any, socket_buffer), rank_(rank) {}
   // In the base, so built before the transport's sockets and timers and destroyed after
   // them: they live on its io_context.
   AsioEndpoint net_;

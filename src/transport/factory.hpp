@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "base/socket_settings.hpp"
 #include "bootstrap/job_secret.hpp"
 #include "bootstrap/store.hpp"
 #include "strata/options.hpp"
@@ -16,6 +17,7 @@ namespace strata::transport {
 struct FabricSettings {
   std::size_t unexpected_bytes = std::size_t{1} << 30;  // STRATA_UNEXPECTED_BYTES (TCP)
   bool shared_memory = true;                            // STRATA_SHARED_MEMORY
+  net::SocketSettings sockets;
 };
 
 // The TCP transport admits only connections that prove they know `secret`.

@@ -2,7 +2,6 @@
 
 #include <atomic>
 
-#include "base/config.hpp"
 #include "strata/errors.hpp"
 #include "transport/transport.hpp"
 

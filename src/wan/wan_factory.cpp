@@ -7,7 +7,7 @@ std::unique_ptr<transport::Transport> make_wan_transport(int rank, int size,
                                                          bootstrap::Store& store,
                                                          Clock::time_point deadline,
                                                          const WanOptions& options) {
-  auto t = std::make_unique<WanTransport>(rank, size, transport::listen_host(store), options);
+  auto t = std::make_unique<WanTransport>(rank, size, transport::listen_host(store, options.sockets.ifaddr), options);
   t->set_peer_addresses(
       transport::exchange_addresses(store, "wan", rank, size, t->address(), deadline));
   return t;

@@ -1,10 +1,11 @@
 // The WAN link's shape (STRATA_WAN_* and STRATA_UNEXPECTED_BYTES, resolved by
-// core/wan_settings for libstrata's link and the NCCL plugin alike).
+// core/link_settings for libstrata's link and the NCCL plugin alike).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 
+#include "base/socket_settings.hpp"
 #include "bootstrap/job_secret.hpp"
 #include "wan/emulation.hpp"
 #include "wan/tls.hpp"
@@ -14,6 +15,7 @@ namespace strata::wan {
 inline constexpr int kMaxStreams = 64;
 
 struct WanOptions {
+  net::SocketSettings sockets;  // where it listens, the handshake's deadline
   int streams = 4;
   std::size_t stripe_bytes = 512u << 10;
   int socket_buffer = 8 << 20;  // SO_SNDBUF / SO_RCVBUF

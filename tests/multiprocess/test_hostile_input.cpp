@@ -32,7 +32,7 @@
 #include "transport/factory.hpp"
 #include "wan/frame.hpp"
 #include "core/settings_check.hpp"
-#include "core/wan_settings.hpp"
+#include "core/link_settings.hpp"
 #include "wan/wan_transport.hpp"
 
 namespace strata::test {

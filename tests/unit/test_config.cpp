@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "collectives/dispatch.hpp"
 #include "topology/cost_model.hpp"
 

@@ -23,7 +23,7 @@
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 #include "core/settings_check.hpp"
-#include "core/wan_settings.hpp"
+#include "core/link_settings.hpp"
 #include "wan/wan_transport.hpp"
 
 namespace strata::transport {

@@ -20,9 +20,10 @@ constexpr std::size_t kMaxBatch = 64;               // frames per writev
 }  // namespace
 
 TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host, const bootstrap::JobSecret& secret,
-                           std::size_t unexpected_budget)
-    : AsioTransport("tcp transport", rank, bind_host),
-      gate_("tcp transport of rank " + std::to_string(rank), secret, bootstrap::auth::Channel::tcp, 4),
+                           std::size_t unexpected_budget, const net::SocketSettings& sockets)
+    : AsioTransport("tcp transport", rank, bind_host, sockets.bind_any),
+      gate_("tcp transport of rank " + std::to_string(rank), secret, bootstrap::auth::Channel::tcp, 4,
+            bootstrap::auth::GateLimits{sockets.handshake}),
       out_(size),
       in_(size),
       unexpected_budget_(unexpected_budget) {

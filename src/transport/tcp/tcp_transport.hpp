@@ -22,6 +22,7 @@
 #include "transport/asio_transport.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/tcp/tcp_request.hpp"
+#include "base/socket_settings.hpp"
 #include "transport/transport.hpp"
 
 namespace strata::transport::tcp {
@@ -34,7 +35,7 @@ class TcpTransport : public AsioTransport {
   // Listens on bind_host at once; peers' addresses come later, before the first send.
   // Every connection proves it knows `secret` before it may carry a frame.
   TcpTransport(int rank, int size, const std::string& bind_host, const bootstrap::JobSecret& secret,
-               std::size_t unexpected_budget = std::size_t{1} << 30);
+               std::size_t unexpected_budget = std::size_t{1} << 30, const net::SocketSettings& sockets = {});
   ~TcpTransport() override;
 
   const char* name() const override { return "tcp"; }

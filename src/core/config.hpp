@@ -1,7 +1,8 @@
 // The one registry of strata's settings (settings.def): every knob has a key, an
 // environment variable, a type, a default, the values it accepts and a line of help.
 // Values are read from the environment when asked for; STRATA_DEBUG=INFO prints them
-// all at communicator creation.
+// all at communicator creation. It lives in core/ so that no layer below can read a
+// setting: core resolves them once per communicator and hands the values down.
 //
 // Reads go through typed keys, so a misspelt setting does not compile and a setting is
 // always read as its type: config::get(config::chunk_bytes) is an std::int64_t within
@@ -31,7 +32,7 @@ const std::vector<Setting>& registry();
 
 enum class Id : std::uint16_t {
 #define STRATA_SETTING(key, env, type, def, lo, hi, choices, help) key,
-#include "base/settings.def"
+#include "core/settings.def"
 #undef STRATA_SETTING
 };
 
@@ -41,7 +42,7 @@ struct Key {
 };
 
 #define STRATA_SETTING(key, env, type, def, lo, hi, choices, help) inline constexpr Key<Type::type> key{Id::key};
-#include "base/settings.def"
+#include "core/settings.def"
 #undef STRATA_SETTING
 
 std::int64_t get(Key<Type::integer> k);

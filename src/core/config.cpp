@@ -1,4 +1,4 @@
-#include "base/config.hpp"
+#include "core/config.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -17,7 +17,7 @@ const std::vector<Setting>& registry() {
   static const std::vector<Setting> settings = {
 #define STRATA_SETTING(key, env, type, def, lo, hi, choices, help) \
   {#key, env, Type::type, def, static_cast<double>(lo), static_cast<double>(hi), choices, help},
-#include "base/settings.def"
+#include "core/settings.def"
 #undef STRATA_SETTING
   };
   return settings;

@@ -1,13 +1,13 @@
-#include "bootstrap/launch_env.hpp"
+#include "core/launch_env.hpp"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "strata/errors.hpp"
 
-namespace strata::bootstrap {
+namespace strata::detail {
 
 namespace {
 
@@ -102,4 +102,4 @@ bool is_server_role() {
   return config::get(config::role) == "server";
 }
 
-}  // namespace strata::bootstrap
+}  // namespace strata::detail

@@ -1,10 +1,10 @@
-#include "core/wan_settings.hpp"
+#include "core/link_settings.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
-#include "base/config.hpp"
+#include "core/config.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::detail {
@@ -22,8 +22,26 @@ wan::TlsSettings tls_settings() {
   return s;
 }
 
+std::optional<bootstrap::JobSecret> configured_secret() {
+  const std::string text = config::get(config::job_secret);
+  if (!text.empty()) return bootstrap::JobSecret::from_text(text);
+  const std::string path = config::get(config::job_secret_file);
+  if (path.empty()) return std::nullopt;
+  return bootstrap::JobSecret::from_file(path, "STRATA_JOB_SECRET_FILE");
+}
+
+net::SocketSettings socket_settings() {
+  net::SocketSettings s;
+  s.ifaddr = config::get(config::socket_ifaddr);
+  s.bind_any = config::get(config::socket_bind_any) != 0;
+  s.handshake = std::chrono::milliseconds(std::llround(config::get(config::handshake_s) * 1000.0));
+  s.keepalive = std::chrono::milliseconds(std::llround(config::get(config::keepalive_s) * 1000.0));
+  return s;
+}
+
 wan::WanOptions wan_options() {
   wan::WanOptions o;
+  o.sockets = socket_settings();
   o.emulation = wan::parse_emulation(config::get(config::wan_emulate));
   o.stripe_bytes = static_cast<std::size_t>(config::get(config::wan_stripe_bytes));
   o.socket_buffer = static_cast<int>(config::get(config::wan_socket_buffer));

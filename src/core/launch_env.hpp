@@ -5,7 +5,7 @@
 
 #include "strata/locality.hpp"
 
-namespace strata::bootstrap {
+namespace strata::detail {
 
 struct LaunchInfo {
   int rank = -1;
@@ -34,4 +34,4 @@ bool is_server_role();
 // hostname); local_rank is filled in later from everyone's records.
 Locality local_locality();
 
-}  // namespace strata::bootstrap
+}  // namespace strata::detail
