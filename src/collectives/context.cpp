@@ -68,13 +68,17 @@ char* Context::shared_slot(int r) {
 std::size_t Context::shared_slot_bytes() const { return p_.transport->shared_slot_bytes(); }
 
 // The driver behind a context and its lanes: the work suspended on requests, and the
-// first failure of work that nobody awaits yet.
+// first failure of work that nobody awaits yet. One per thread, as a thread drives one
+// call at a time; it keeps its list's memory from call to call.
 struct Context::Driver {
   std::vector<WaitFor*> parked;  // in the order they suspended
   std::exception_ptr unawaited_error;
 };
 
-Context::Context(Params p) : p_(std::move(p)), driver_(std::make_shared<Driver>()) {}
+Context::Context(Params p) : p_(std::move(p)) {
+  static thread_local Driver driver;
+  driver_ = &driver;
+}
 
 Context Context::lane(std::size_t i) const {
   Context c(*this);
@@ -95,8 +99,8 @@ void WaitFor::await_suspend(std::coroutine_handle<> h) {
   ctx_->driver_->parked.push_back(this);
 }
 
-WaitFor Context::wait(RequestPtr r) { return WaitFor(*this, {std::move(r)}); }
-WaitFor Context::wait(RequestPtr a, RequestPtr b) { return WaitFor(*this, {std::move(a), std::move(b)}); }
+WaitFor Context::wait(RequestPtr r) { return WaitFor(*this, std::move(r)); }
+WaitFor Context::wait(RequestPtr a, RequestPtr b) { return WaitFor(*this, std::move(a), std::move(b)); }
 WaitFor Context::wait_all(std::vector<RequestPtr> rs) { return WaitFor(*this, std::move(rs)); }
 
 void Context::expect_bytes(const RequestPtr& r, std::size_t bytes) {
@@ -110,6 +114,7 @@ void Context::expect_bytes(const RequestPtr& r, std::size_t bytes) {
 void Context::start(Steps& s) { s.start(&driver_->unawaited_error); }
 
 void Context::run(Steps s) {
+  driver_->unawaited_error = nullptr;
   s.start();
   while (!s.done()) {
     if (auto e = std::exchange(driver_->unawaited_error, nullptr)) std::rethrow_exception(e);

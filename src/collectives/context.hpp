@@ -6,6 +6,7 @@
 #include <coroutine>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,10 @@ class Context;
 // when they are all done. It waits in its context's driver while suspended.
 class [[nodiscard]] WaitFor {
  public:
-  WaitFor(Context& ctx, std::vector<RequestPtr> reqs) : ctx_(&ctx), reqs_(std::move(reqs)) {}
+  // One or two requests are held inline: the common waits allocate nothing.
+  WaitFor(Context& ctx, RequestPtr a, RequestPtr b = {})
+      : ctx_(&ctx), inline_{std::move(a), std::move(b)}, reqs_(inline_, inline_[1] ? 2 : 1) {}
+  WaitFor(Context& ctx, std::vector<RequestPtr> reqs) : ctx_(&ctx), many_(std::move(reqs)), reqs_(many_) {}
   WaitFor(const WaitFor&) = delete;
   WaitFor& operator=(const WaitFor&) = delete;
   ~WaitFor();
@@ -94,7 +98,9 @@ class [[nodiscard]] WaitFor {
  private:
   friend class Context;
   Context* ctx_;
-  std::vector<RequestPtr> reqs_;
+  RequestPtr inline_[2];
+  std::vector<RequestPtr> many_;
+  std::span<const RequestPtr> reqs_;
   std::coroutine_handle<> h_;
   bool parked_ = false;
 };
@@ -177,7 +183,7 @@ class Context {
   [[noreturn]] void rethrow_failed_request(const TransportError& e);
 
   Params p_;
-  std::shared_ptr<Driver> driver_;  // shared by this context's lanes
+  Driver* driver_;  // this thread's: shared by this context's lanes
 };
 
 }  // namespace strata::collectives

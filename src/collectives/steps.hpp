@@ -10,6 +10,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 #include <utility>
 
@@ -26,6 +27,11 @@ class [[nodiscard]] Steps {
     // Where a started piece of work that nobody awaits yet reports its failure, so
     // its driver can stop at once instead of at the deadline (Context::start).
     std::exception_ptr* unawaited_error = nullptr;
+
+    // Frames come from a per-thread cache of recent ones: a small collective creates a
+    // few each call, and the engine thread creates them call after call.
+    static void* operator new(std::size_t bytes);
+    static void operator delete(void* frame, std::size_t bytes) noexcept;
 
     Steps get_return_object() { return Steps(Handle::from_promise(*this)); }
     std::suspend_always initial_suspend() noexcept { return {}; }
