@@ -20,18 +20,18 @@ struct FabricSettings {
   net::SocketSettings sockets;
 };
 
-// The TCP transport admits only connections that prove they know `secret`.
+// The fabrics alone (make_transport adds the host's segment). The TCP transport admits
+// only connections that prove they know `secret`.
 std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Store& store,
                                               Clock::time_point deadline, const bootstrap::JobSecret& secret,
                                               const FabricSettings& settings);
 std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline, const FabricSettings& settings);
+                                              Clock::time_point deadline);
 
-inline std::unique_ptr<Transport> make_transport(TransportKind kind, int rank, int size,
-                                                 bootstrap::Store& store, Clock::time_point deadline,
-                                                 const bootstrap::JobSecret& secret, const FabricSettings& settings) {
-  return kind == TransportKind::tcp ? make_tcp_transport(rank, size, store, deadline, secret, settings)
-                                    : make_ucx_transport(rank, size, store, deadline, settings);
-}
+// The transport of `kind`, with the host's shared segment (host_segment.hpp) agreed
+// among the ranks of this machine: built here, the same way whichever fabric joins them.
+std::unique_ptr<Transport> make_transport(TransportKind kind, int rank, int size, bootstrap::Store& store,
+                                          Clock::time_point deadline, const bootstrap::JobSecret& secret,
+                                          const FabricSettings& settings);
 
 }  // namespace strata::transport

@@ -218,7 +218,7 @@ void oversized_announcement(TransportKind kind, bool wan) {
     if (rank == 1) {
       const std::string kind_key = wan ? "wan" : "tcp";
       store.set(kind_key + "/1", "127.0.0.1:9");  // the others wait for every rank's address
-      store.set("tcp-host/1", "another host");      // ... and, over TCP, for where it runs
+      store.set("host/1", "another host");          // ... and for where it runs (host segment)
       const std::string addr = store.get(kind_key + "/0", Clock::now() + 20s);
       const auto [host, port] = bootstrap::split_host_port(addr, "rank 0's address");
       asio::io_context io;

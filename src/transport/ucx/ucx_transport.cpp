@@ -32,8 +32,7 @@ void check(ucs_status_t status, const char* what) {
 
 }  // namespace
 
-UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store,
-                           Clock::time_point deadline, bool shared_memory)
+UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store, Clock::time_point deadline)
     : rank_(rank), size_(size) {
   if (size <= 0 || rank < 0 || rank >= size)
     throw InvalidArgument("ucx: rank " + std::to_string(rank) + " outside a world of " +
@@ -49,8 +48,6 @@ UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store,
   try {
     init_ucx();
     exchange_addresses(store, deadline);
-    use_host_segment(std::make_shared<HostSegment>(rank_, same_host_, shared_memory, store,
-                                                   "ucx-shm/", deadline));
   } catch (...) {
     // The destructor does not run for a half-built object.
     if (worker_) ucp_worker_destroy(worker_);
@@ -259,8 +256,8 @@ UcxTransport::~UcxTransport() {
 }
 
 std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline, const FabricSettings& settings) {
-  return std::make_unique<UcxTransport>(rank, size, store, deadline, settings.shared_memory);
+                                              Clock::time_point deadline) {
+  return std::make_unique<UcxTransport>(rank, size, store, deadline);
 }
 
 }  // namespace strata::transport

@@ -24,7 +24,7 @@ namespace strata::transport {
 
 class UcxTransport final : public Transport {
  public:
-  UcxTransport(int rank, int size, bootstrap::Store& store, Clock::time_point deadline, bool shared_memory);
+  UcxTransport(int rank, int size, bootstrap::Store& store, Clock::time_point deadline);
   ~UcxTransport() override;
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
