@@ -72,6 +72,7 @@ std::size_t Context::shared_slot_bytes() const { return p_.transport->shared_slo
 // call at a time; it keeps its list's memory from call to call.
 struct Context::Driver {
   std::vector<WaitFor*> parked;  // in the order they suspended
+  std::vector<WaitFor*> ready;   // drive()'s, kept to spare the polling loop allocations
   std::exception_ptr unawaited_error;
 };
 
@@ -163,7 +164,8 @@ void Context::drive() {
     // Several in flight (a pipeline's stages): poll them all, resume whichever is ready.
     const bool moved = p_.transport->progress();
     if (p_.transport->aborted()) throw AbortedError(p_.transport->abort_reason());
-    std::vector<WaitFor*> ready;
+    auto& ready = driver_->ready;
+    ready.clear();
     for (WaitFor* w : parked) {
       bool all = true;
       for (const auto& r : w->reqs_) {

@@ -51,11 +51,12 @@ class [[nodiscard]] Steps {
   };
 
   Steps() = default;
-  Steps(Steps&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+  Steps(Steps&& o) noexcept : h_(std::exchange(o.h_, {})), started_(std::exchange(o.started_, false)) {}
   Steps& operator=(Steps&& o) noexcept {
     if (this != &o) {
       reset();
       h_ = std::exchange(o.h_, {});
+      started_ = std::exchange(o.started_, false);
     }
     return *this;
   }
@@ -64,7 +65,6 @@ class [[nodiscard]] Steps {
   ~Steps() { reset(); }
 
   bool done() const { return !h_ || h_.done(); }
-  bool started() const { return started_; }
   // Runs it until its first suspension or its end; once.
   void start(std::exception_ptr* unawaited_error = nullptr) {
     if (started_ || !h_) return;

@@ -45,7 +45,7 @@ wan::WanOptions wan_options() {
   o.emulation = wan::parse_emulation(config::get(config::wan_emulate));
   o.stripe_bytes = static_cast<std::size_t>(config::get(config::wan_stripe_bytes));
   o.socket_buffer = static_cast<int>(config::get(config::wan_socket_buffer));
-  o.keepalive = std::chrono::milliseconds(static_cast<std::int64_t>(config::get(config::keepalive_s) * 1000));
+  o.keepalive = o.sockets.keepalive;
   const std::int64_t streams = config::get(config::wan_streams);
   const std::int64_t bdp = config::get(config::wan_bdp_bytes);
   if (streams > 0) {
