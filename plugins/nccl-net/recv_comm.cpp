@@ -8,7 +8,7 @@
 #include "errors.hpp"
 #include "log.hpp"
 #include "send_comm.hpp"
-#include "wan/crc32c.hpp"
+#include "link/crc32c.hpp"
 
 namespace strata::nccl_net {
 
@@ -22,6 +22,7 @@ RecvComm::RecvComm(std::vector<Wire> streams, const LinkOptions& options, std::s
   for (Wire& w : streams) {
     Stream s;
     s.wire = std::move(w);
+    s.reader = link::FrameReader(std::numeric_limits<std::uint32_t>::max(), opt_.checksum);
     streams_.push_back(std::move(s));
   }
   if (opt_.rejoin) {
@@ -36,10 +37,10 @@ RecvComm::~RecvComm() {
   if (dropped_)
     log::info("closing the connection from %s: %llu resent frame(s) that had already arrived were dropped",
               peer().c_str(), static_cast<unsigned long long>(dropped_));
-  wan::FrameHeader h;
-  h.kind = wan::FrameKind::goodbye;
+  link::FrameHeader h;
+  h.kind = link::FrameKind::goodbye;
   h.sent_ns = steady_ns();
-  const wan::EncodedHeader bye = wan::seal(h, 0);
+  const link::EncodedHeader bye = link::seal(h, 0);
   for (Stream& s : streams_) {
     if (!s.wire || s.ack_writing) continue;  // inside a half-written ack it would garble both
     const iovec iov{const_cast<unsigned char*>(bye.data()), bye.size()};
@@ -91,105 +92,90 @@ void RecvComm::progress() {
   if (all_closed && waiting) broken("peer closed the connection with receives pending");
 }
 
+// A stream's reader fed by non-blocking reads straight from its socket: headers into the
+// reader, payloads into the matched receive's buffer, resends into scratch.
+struct RecvComm::FrameIo {
+  RecvComm& c;
+  Stream& s;
+
+  std::size_t read(unsigned char* into, std::size_t max, bool* stop) {
+    bool eof = false;
+    const std::size_t got = recv(into, max, &eof, stop);
+    if (*stop || !eof) return got;
+    *stop = true;
+    if (s.reader.header_partial()) {
+      c.break_stream(s, "peer closed the connection inside a frame header");
+    } else if (c.opt_.rejoin) {
+      c.break_stream(s, "the sender's end closed");  // the redial tells a closed comm from a cut
+    } else {
+      s.eof = true;
+    }
+    return 0;
+  }
+  std::span<const unsigned char> read_payload(std::size_t max, bool* stop) {
+    const bool drop = s.reader.dropping();
+    char* into = drop ? c.scratch_.data() : s.dest + s.reader.payload_done();
+    bool eof = false;
+    const std::size_t got = recv(into, drop ? std::min(max, c.scratch_.size()) : max, &eof, stop);
+    if (eof) {
+      *stop = true;
+      c.break_stream(s, "peer closed the connection inside a frame");
+    }
+    return {reinterpret_cast<const unsigned char*>(into), *stop ? 0 : got};
+  }
+  link::Verdict on_header(const link::InCursor::Header& h) {
+    using Kind = link::InCursor::Header::Kind;
+    if (h.kind == Kind::goodbye) {
+      c.break_stream(s, "unexpected frame kind on a data stream");
+      return link::Verdict::stop;
+    }
+    if (h.kind == Kind::broken || (h.kind == Kind::resent && !c.opt_.rejoin)) {
+      c.break_stream(s, h.kind == Kind::broken ? h.why : "frame " + std::to_string(h.h.seq) + " repeated");
+      return link::Verdict::stop;
+    }
+    if (h.kind == Kind::resent) return link::Verdict::drop;
+    return c.resolve(s, h.h) ? link::Verdict::take : link::Verdict::hold;
+  }
+  bool on_frame(const link::FrameHeader& h, bool dropped) {
+    if (dropped) {
+      ++c.dropped_;
+      return true;
+    }
+    const Arrival a{h.sent_ns + c.opt_.delay.count(), h.seq, h.msg_id, h.length};
+    if (c.opt_.delay.count() > 0)
+      s.delayed.push_back(a);
+    else
+      c.deliver(s, a);
+    return true;
+  }
+  void on_broken(const std::string& why) { c.break_stream(s, why); }
+
+  // 0 with neither eof nor stop: nothing to read now, so poll before reading again.
+  std::size_t recv(void* into, std::size_t max, bool* eof, bool* stop) {
+    std::size_t got = 0;
+    try {
+      got = s.wire.recv_some(into, max, eof);
+    } catch (const NetError& e) {
+      c.break_stream(s, e.what());
+      *stop = true;
+      return 0;
+    }
+    if (got == 0 && !*eof) s.starved = true;
+    return got;
+  }
+};
+
 bool RecvComm::pump(Stream& s) {
-  bool any = false;
   if (!s.wire) return false;
   if (s.starved) {
     if (!s.wire.ready(POLLIN)) return false;
     s.starved = false;
   }
-  for (;;) {
-    bool eof = false;
-    std::size_t got = 0;
-    if (!s.have_header) {
-      try {
-        got = s.wire.recv_some(s.raw.data() + s.header_got, wan::kHeaderBytes - s.header_got, &eof);
-      } catch (const NetError& e) {
-        break_stream(s, e.what());
-        return true;
-      }
-      if (eof) {
-        if (s.header_got) {
-          break_stream(s, "peer closed the connection inside a frame header");
-        } else if (opt_.rejoin) {
-          break_stream(s, "the sender's end closed");  // the redial tells a closed comm from a cut
-        } else {
-          s.eof = true;
-        }
-        return true;
-      }
-      if (got == 0) {
-        s.starved = true;
-        return any;
-      }
-      any = true;
-      s.header_got += got;
-      if (s.header_got < wan::kHeaderBytes) continue;
-      const wan::InCursor::Header c = s.cursor.check(s.raw.data(), std::numeric_limits<std::uint32_t>::max());
-      using Kind = wan::InCursor::Header::Kind;
-      if (c.kind == Kind::goodbye) {
-        break_stream(s, "unexpected frame kind on a data stream");
-        return true;
-      }
-      if (c.kind == Kind::broken || (c.kind == Kind::resent && !opt_.rejoin)) {
-        break_stream(s, c.kind == Kind::broken ? c.why : "frame " + std::to_string(c.h.seq) + " repeated");
-        return true;
-      }
-      s.h = c.h;
-      s.discard = c.kind == Kind::resent;
-      s.have_header = true;
-    }
-    if (!s.in_payload) {
-      if (!s.discard && !resolve(s)) return any;  // hold the stream until the message can be matched
-      s.in_payload = true;
-      s.payload_got = 0;
-      s.crc = 0;
-    }
-    if (s.payload_got < s.h.length) {
-      char* into = s.discard ? scratch_.data() : s.dest + s.payload_got;
-      std::size_t want = s.h.length - s.payload_got;
-      if (s.discard) want = std::min(want, scratch_.size());
-      try {
-        got = s.wire.recv_some(into, want, &eof);
-      } catch (const NetError& e) {
-        break_stream(s, e.what());
-        return true;
-      }
-      if (eof) {
-        break_stream(s, "peer closed the connection inside a frame");
-        return true;
-      }
-      if (got == 0) {
-        s.starved = true;
-        return any;
-      }
-      any = true;
-      if (opt_.checksum) s.crc = wan::crc32c_extend(s.crc, into, got);
-      s.payload_got += got;
-      if (s.payload_got < s.h.length) continue;
-    }
-    if (!s.cursor.arrived(s.h, s.crc, opt_.checksum)) {
-      break_stream(s, "frame CRC mismatch (message " + std::to_string(s.h.msg_id) + ", offset " +
-                          std::to_string(s.h.offset) + ")");
-      return true;
-    }
-    if (s.discard) {
-      ++dropped_;
-    } else {
-      const Arrival a{s.h.sent_ns + opt_.delay.count(), s.h.seq, s.h.msg_id, s.h.length};
-      if (opt_.delay.count() > 0)
-        s.delayed.push_back(a);
-      else
-        deliver(s, a);
-    }
-    s.have_header = s.in_payload = false;
-    s.header_got = 0;
-    any = true;
-  }
+  FrameIo io{*this, s};
+  return link::read_frames(s.reader, io).moved;
 }
 
-bool RecvComm::resolve(Stream& s) {
-  const wan::FrameHeader& h = s.h;
+bool RecvComm::resolve(Stream& s, const link::FrameHeader& h) {
   auto it = msgs_.find(h.msg_id);
   if (it == msgs_.end()) {
     if (h.msg_id < next_match_) broken("frame of message " + std::to_string(h.msg_id) + " after it completed");
@@ -220,7 +206,7 @@ bool RecvComm::resolve(Stream& s) {
 }
 
 void RecvComm::deliver(Stream& s, const Arrival& a) {
-  s.cursor.delivered(a.seq);
+  s.reader.cursor().delivered(a.seq);
   auto it = msgs_.find(a.msg_id);
   InMsg& m = it->second;
   m.received += a.length;
@@ -240,12 +226,12 @@ bool RecvComm::send_ack(Stream& s) {
     return true;
   }
   if (!s.ack_writing) {
-    if (!s.cursor.ack_due()) return flushed;
-    s.ack = *s.cursor.take_ack(steady_ns());
+    if (!s.reader.cursor().ack_due()) return flushed;
+    s.ack = *s.reader.cursor().take_ack(steady_ns());
     s.ack_written = 0;
     s.ack_writing = true;
   }
-  const iovec iov{s.ack.data() + s.ack_written, wan::kHeaderBytes - s.ack_written};
+  const iovec iov{s.ack.data() + s.ack_written, link::kHeaderBytes - s.ack_written};
   std::size_t n = 0;
   try {
     n = s.wire.send_some(&iov, 1);
@@ -254,7 +240,7 @@ bool RecvComm::send_ack(Stream& s) {
     return true;
   }
   s.ack_written += n;
-  if (s.ack_written == wan::kHeaderBytes) s.ack_writing = false;
+  if (s.ack_written == link::kHeaderBytes) s.ack_writing = false;
   return flushed || n > 0;
 }
 
@@ -262,8 +248,7 @@ void RecvComm::break_stream(Stream& s, const std::string& why) {
   if (!opt_.rejoin) broken(why);
   log::warn("stream %d from %s broke (%s); redialling", index(s), peer().c_str(), why.c_str());
   s.wire = Wire();
-  s.header_got = 0;
-  s.have_header = s.in_payload = s.discard = false;
+  s.reader.reset();
   s.ack_written = 0;
   s.ack_writing = false;
   s.starved = false;
@@ -299,7 +284,7 @@ bool RecvComm::redial(Stream& s, std::int64_t now_ns) {
   }
   s.wire = s.redial->take();
   s.redial.reset();
-  s.cursor.rejoined();
+  s.reader.cursor().rejoined();
   log::info("stream %d from %s redialled", index(s), peer().c_str());
   return true;
 }

@@ -9,10 +9,11 @@
 // That cannot deadlock: a sender assigns all stripes of message m before any of m+1, so
 // the earliest unmatched message always heads some stream.
 //
-// Striped: frame headers are checked and acknowledged by wan/stream_core.hpp's cursor. A
-// stream that breaks is redialled to the sender (stream_rejoin.hpp); frames it resends
-// that had already arrived are read into scratch and dropped, never into a buffer that
-// may have gone back to NCCL.
+// Frames are parsed by link/frame_reader.hpp, the loop the WAN link parses them with; its
+// cursor (link/stream_core.hpp) checks headers and acknowledges. A striped stream that
+// breaks is redialled to the sender (stream_rejoin.hpp); frames it resends that had
+// already arrived are read into scratch and dropped, never into a buffer that may have
+// gone back to NCCL.
 #pragma once
 
 #include <deque>
@@ -27,8 +28,9 @@
 #include "socket.hpp"
 #include "stream_rejoin.hpp"
 #include "wire.hpp"
-#include "wan/frame.hpp"
-#include "wan/stream_core.hpp"
+#include "link/frame.hpp"
+#include "link/frame_reader.hpp"
+#include "link/stream_core.hpp"
 
 namespace strata::nccl_net {
 
@@ -57,16 +59,9 @@ class RecvComm final : public TransferComm {
   };
   struct Stream {
     Wire wire;  // invalid while broken and not yet redialled
-    wan::InCursor cursor;
-    wan::EncodedHeader raw{};
-    std::size_t header_got = 0;
-    bool have_header = false, in_payload = false;
-    bool discard = false;  // a resend of a frame that already arrived
-    wan::FrameHeader h{};
-    char* dest = nullptr;
-    std::size_t payload_got = 0;
-    std::uint32_t crc = 0;
-    wan::EncodedHeader ack{};
+    link::FrameReader reader;
+    char* dest = nullptr;  // where the current frame's payload goes (resolve)
+    link::EncodedHeader ack{};
     std::size_t ack_written = 0;
     bool ack_writing = false;
     std::deque<Arrival> delayed;
@@ -79,8 +74,11 @@ class RecvComm final : public TransferComm {
     std::string why;
   };
 
+  struct FrameIo;  // how pump() feeds a stream's reader (recv_comm.cpp)
   bool pump(Stream& s);
-  bool resolve(Stream& s);
+  // Whether the frame with header h can be read now: its message matched to a receive
+  // buffer (s.dest set), or matched before; false holds the stream.
+  bool resolve(Stream& s, const link::FrameHeader& h);
   void deliver(Stream& s, const Arrival& a);
   bool send_ack(Stream& s);
   // A striped stream failed: drop the frame in progress and redial; elsewhere the failure

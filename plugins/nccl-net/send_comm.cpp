@@ -7,8 +7,8 @@
 
 #include "errors.hpp"
 #include "log.hpp"
-#include "wan/crc32c.hpp"
-#include "wan/striping.hpp"
+#include "link/crc32c.hpp"
+#include "link/striping.hpp"
 
 namespace strata::nccl_net {
 
@@ -86,11 +86,11 @@ bool SendComm::assign(std::int64_t now_ns) {
       loads_[i].unacked = s.q.unacked_bytes();
     }
     const std::size_t window = opt_.acks ? opt_.window : SIZE_MAX;
-    const int pick = wan::pick_stream(loads_, len, window);
+    const int pick = link::pick_stream(loads_, len, window);
     if (pick < 0) break;
     Stream& s = streams_[static_cast<std::size_t>(pick)];
 
-    wan::FrameHeader h;
+    link::FrameHeader h;
     h.length = static_cast<std::uint32_t>(len);
     h.msg_id = p.msg_id;
     h.offset = p.next_offset;
@@ -98,7 +98,7 @@ bool SendComm::assign(std::int64_t now_ns) {
     h.tag = static_cast<std::uint32_t>(p.tag);
     h.sent_ns = now_ns;
     const char* payload = len ? p.data + p.next_offset : nullptr;
-    s.q.push(h, payload, opt_.checksum && len ? wan::crc32c(payload, len) : 0, p.req);
+    s.q.push(h, payload, opt_.checksum && len ? link::crc32c(payload, len) : 0, p.req);
     ++p.req->stripes_left;
     p.next_offset += len;
     any = true;
@@ -141,11 +141,11 @@ bool SendComm::write(Stream& s, std::int64_t now_ns) {
     for (std::size_t i = 0; i < s.q.unwritten() && n < 2 * kBatchFrames; ++i) {
       auto& f = s.q.unwritten_frame(i, now_ns);
       std::size_t skip = f.put;
-      if (skip < wan::kHeaderBytes) {
-        iov[n++] = {f.wire.data() + skip, wan::kHeaderBytes - skip};
+      if (skip < link::kHeaderBytes) {
+        iov[n++] = {f.wire.data() + skip, link::kHeaderBytes - skip};
         skip = 0;
       } else {
-        skip -= wan::kHeaderBytes;
+        skip -= link::kHeaderBytes;
       }
       if (f.h.length > skip) iov[n++] = {const_cast<char*>(f.payload) + skip, f.h.length - skip};
       want += f.wire_bytes() - f.put;
@@ -174,7 +174,7 @@ bool SendComm::read_acks(Stream& s, std::int64_t now_ns) {
     bool eof = false;
     std::size_t got = 0;
     try {
-      got = s.wire.recv_some(s.ack.data() + s.ack_got, wan::kHeaderBytes - s.ack_got, &eof);
+      got = s.wire.recv_some(s.ack.data() + s.ack_got, link::kHeaderBytes - s.ack_got, &eof);
     } catch (const NetError& e) {
       broken(s, e.what());
       break;
@@ -189,12 +189,12 @@ bool SendComm::read_acks(Stream& s, std::int64_t now_ns) {
       break;
     }
     s.ack_got += got;
-    if (s.ack_got < wan::kHeaderBytes) continue;
+    if (s.ack_got < link::kHeaderBytes) continue;
     s.ack_got = 0;
-    const wan::Reply r = wan::read_reply(s.ack.data());
-    if (r.kind == wan::Reply::Kind::goodbye) {
+    const link::Reply r = link::read_reply(s.ack.data());
+    if (r.kind == link::Reply::Kind::goodbye) {
       receiver_closed_ = true;
-    } else if (r.kind == wan::Reply::Kind::broken) {
+    } else if (r.kind == link::Reply::Kind::broken) {
       broken(s, r.why);
     } else {
       s.delayed_acks.emplace_back(r.h.sent_ns + opt_.delay.count(), r.h.seq);

@@ -15,9 +15,9 @@
 #include "socket.hpp"
 #include "stream_rejoin.hpp"
 #include "wire.hpp"
-#include "wan/frame.hpp"
-#include "wan/stream_core.hpp"
-#include "wan/striping.hpp"
+#include "link/frame.hpp"
+#include "link/stream_core.hpp"
+#include "link/striping.hpp"
 
 namespace strata::nccl_net {
 
@@ -34,10 +34,10 @@ class SendComm final : public TransferComm {
   void progress();
   struct Stream {
     Wire wire;  // invalid while broken and not yet redialled
-    wan::OutQueue<Request*> q;
+    link::OutQueue<Request*> q;
     bool blocked = false;  // the last write did not fit: poll before writing again
     bool ack_starved = false;
-    wan::EncodedHeader ack{};
+    link::EncodedHeader ack{};
     std::size_t ack_got = 0;
     std::deque<std::pair<std::int64_t, std::uint64_t>> delayed_acks;  // (due ns, seq)
     std::uint64_t frames_written = 0;
@@ -67,7 +67,7 @@ class SendComm final : public TransferComm {
   LinkOptions opt_;
   std::size_t max_unwritten_;  // frames a stream may hold unwritten before it counts as busy
   std::deque<Pending> pending_;  // not yet fully cut into frames, in isend order
-  std::vector<wan::StreamLoad> loads_;  // scratch for assign()
+  std::vector<link::StreamLoad> loads_;  // scratch for assign()
   std::uint64_t next_msg_id_ = 0;
   RejoinListener rejoins_;  // after streams_: closed first, so a redial is refused, not reset
   bool cut_done_ = false;

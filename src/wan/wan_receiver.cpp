@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "base/keepalive.hpp"
-#include "wan/crc32c.hpp"
 #include "wan/wan_transport.hpp"
 
 namespace strata::wan {
@@ -16,7 +15,6 @@ using asio::ip::tcp;
 namespace {
 constexpr std::size_t kReadBuffer = 256 << 10;
 constexpr std::size_t kDirectRead = 64 << 10;  // payload left beyond this skips the buffer
-constexpr std::uint32_t kMaxStripe = 64u << 20;
 }  // namespace
 
 void WanTransport::accept() {
@@ -48,66 +46,76 @@ void WanTransport::read_hello(SocketPtr sock) {
     st.sock = sock;
     st.rbuf.resize(kReadBuffer);
     st.rpos = st.rend = 0;
-    st.in_payload = false;
+    st.reader.reset();
     st.stalled = false;
     st.msg.reset();
     st.ack_writing = false;
-    st.cursor.rejoined();  // the sender resends only what is missing
+    st.reader.cursor().rejoined();  // the sender resends only what is missing
     pump(peer, s);
     send_ack(peer, s);
   });
 }
 
+// The stream's reader fed from its read buffer: headers and payloads are copied out of
+// it (a payload into its message's current destination, looked up on every read because
+// a receive posted meanwhile may move it out of staging; a dropped one stays where it is).
+struct WanTransport::FrameIo {
+  WanTransport& t;
+  int peer, s;
+  InStream& st;
+
+  std::size_t read(unsigned char* into, std::size_t max, bool*) {
+    const std::size_t n = std::min(max, st.rend - st.rpos);
+    std::memcpy(into, st.rbuf.data() + st.rpos, n);
+    st.rpos += n;
+    return n;
+  }
+  std::span<const unsigned char> read_payload(std::size_t max, bool*) {
+    const std::size_t n = std::min(max, st.rend - st.rpos);
+    const unsigned char* p = st.rbuf.data() + st.rpos;
+    st.rpos += n;
+    if (n && !st.reader.dropping() && st.msg->dest)
+      std::memcpy(st.msg->dest + st.reader.header().h.offset + st.reader.payload_done(), p, n);
+    return {p, n};
+  }
+  link::Verdict on_header(const link::InCursor::Header& c) { return t.begin_frame(peer, s, c); }
+  bool on_frame(const link::FrameHeader& h, bool dropped) {
+    if (!dropped) t.end_frame(peer, s, h);
+    return true;
+  }
+  void on_broken(const std::string&) { t.break_inbound(peer, s); }  // the sender resends
+};
+
 void WanTransport::pump(int peer, int s) {
   auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
   if (st.stalled) return;  // resumed by a receive posted or staging freed
   const SocketPtr sock = st.sock;
-  for (;;) {
-    const std::size_t avail = st.rend - st.rpos;
-    if (!st.in_payload) {
-      if (avail < kHeaderBytes) break;
-      const unsigned char* header = st.rbuf.data() + st.rpos;
-      st.rpos += kHeaderBytes;
-      if (!begin_frame(peer, s, header)) return;
-      continue;
-    }
-    const std::size_t n = std::min(st.remaining, avail);
-    consume(st, st.rbuf.data() + st.rpos, n);
-    st.rpos += n;
-    if (st.remaining == 0) {
-      if (!end_frame(peer, s)) return;
-      continue;
-    }
-    // Only a matched receive's own buffer is read into directly: staging may be freed
-    // (moved to a receive posted meanwhile) while a read would still be writing to it.
-    InMsg* m = st.msg.get();
-    if (!st.discard && m && m->req && m->dest && st.remaining >= kDirectRead) {
-      char* direct = m->dest + st.h.offset + st.done;
-      const std::size_t want = st.remaining;
-      st.rpos = st.rend = 0;
-      asio::async_read(*sock, asio::buffer(direct, want), net::transfer_whole,
-                       [this, peer, s, sock, direct, want](boost::system::error_code ec, std::size_t) {
-                         auto& t = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-                         if (sock != t.sock) return;
-                         if (ec) return break_inbound(peer, s);
-                         t.crc = crc32c_extend(t.crc, direct, want);
-                         t.done += want;
-                         t.remaining = 0;
-                         if (end_frame(peer, s)) pump(peer, s);
-                       });
-      return;
-    }
-    break;
-  }
-  // Need more bytes: keep what is unparsed at the front and read behind it.
-  if (st.rpos == st.rend) {
+  FrameIo io{*this, peer, s, st};
+  const link::Pumped p = link::read_frames(st.reader, io);
+  if (p.why == link::Pumped::Why::held) st.stalled = true;
+  if (p.why != link::Pumped::Why::need_bytes) return;
+  // Only a matched receive's own buffer is read into directly: staging may be freed
+  // (moved to a receive posted meanwhile) while a read would still be writing to it.
+  InMsg* m = st.msg.get();
+  const link::FrameReader& r = st.reader;
+  if (r.state() == link::FrameReader::State::payload && !r.dropping() && m && m->req && m->dest &&
+      r.payload_left() >= kDirectRead) {
+    char* direct = m->dest + r.header().h.offset + r.payload_done();
+    const std::size_t want = r.payload_left();
     st.rpos = st.rend = 0;
-  } else if (st.rpos > 0) {
-    std::memmove(st.rbuf.data(), st.rbuf.data() + st.rpos, st.rend - st.rpos);
-    st.rend -= st.rpos;
-    st.rpos = 0;
+    asio::async_read(*sock, asio::buffer(direct, want), net::transfer_whole,
+                     [this, peer, s, sock, direct, want](boost::system::error_code ec, std::size_t) {
+                       auto& t = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
+                       if (sock != t.sock) return;
+                       if (ec) return break_inbound(peer, s);
+                       t.reader.payload_read(direct, want);
+                       pump(peer, s);
+                     });
+    return;
   }
-  sock->async_read_some(asio::buffer(st.rbuf.data() + st.rend, st.rbuf.size() - st.rend),
+  // Need more bytes: the buffer is empty (the reader took all of it).
+  st.rpos = st.rend = 0;
+  sock->async_read_some(asio::buffer(st.rbuf.data(), st.rbuf.size()),
                         [this, peer, s, sock](boost::system::error_code ec, std::size_t got) {
                           auto& t = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
                           if (sock != t.sock) return;
@@ -117,12 +125,11 @@ void WanTransport::pump(int peer, int s) {
                         });
 }
 
-bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
+link::Verdict WanTransport::begin_frame(int peer, int s, const link::InCursor::Header& c) {
   auto& in = in_[static_cast<std::size_t>(peer)];
   auto& st = in.streams[static_cast<std::size_t>(s)];
-  const InCursor::Header c = st.cursor.check(header, kMaxStripe);
-  using Kind = InCursor::Header::Kind;
-  const FrameHeader& h = c.h;
+  using Kind = link::InCursor::Header::Kind;
+  const link::FrameHeader& h = c.h;
   if (c.kind == Kind::goodbye) {
     // Nothing follows it on this stream; it takes effect behind the stripes still held.
     Arrival a;
@@ -131,43 +138,33 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
     if (held(h.sent_ns, st.delayed.empty(), &a.due)) st.delayed.push_back(std::move(a));
     else on_goodbye(peer, h.msg_id);
     break_inbound(peer, s);
-    return false;
+    return link::Verdict::stop;
   }
   if (c.kind == Kind::broken) {
     break_inbound(peer, s);
-    return false;
+    return link::Verdict::stop;
   }
-  st.h = h;
-  st.done = 0;
-  st.remaining = h.length;
-  st.crc = 0;
-  st.in_payload = true;
   st.msg.reset();
-  st.discard = c.kind == Kind::resent;  // it arrived before the stream broke
-  if (st.discard) return true;
+  if (c.kind == Kind::resent) return link::Verdict::drop;  // it arrived before the stream broke
   auto it = in.msgs.find(h.msg_id);
   if (it == in.msgs.end() && h.msg_id >= in.next_match) {
     // A new message needs staging unless a receive is ready for it; a length from the
     // wire is allocated only within the budget, else the stream waits (see resume_stalled).
     const bool staged = h.msg_id != in.next_match || !in.posted.contains(h.tag);
-    if (staged && h.total > opt_.unexpected_bytes - std::min(opt_.unexpected_bytes, staged_)) {
-      st.in_payload = false;
-      st.stalled = true;
-      st.rpos -= kHeaderBytes;  // parsed again on resume
-      return false;
-    }
+    if (staged && h.total > opt_.unexpected_bytes - std::min(opt_.unexpected_bytes, staged_))
+      return link::Verdict::hold;
   }
   if (it != in.msgs.end()) {
     if (it->second->tag != h.tag || it->second->total != h.total) {
       break_inbound(peer, s);
-      return false;
+      return link::Verdict::stop;
     }
     st.msg = it->second;
-    return true;
+    return link::Verdict::take;
   }
   if (h.msg_id < in.next_match) {  // claims a message that already finished
     break_inbound(peer, s);
-    return false;
+    return link::Verdict::stop;
   }
   // The header CRC vouches for it: the message exists even if this payload turns out
   // damaged (then the stripe comes again), so it can be matched before the bytes arrive.
@@ -180,35 +177,17 @@ bool WanTransport::begin_frame(int peer, int s, const unsigned char* header) {
   st.msg = m;
   try_match(peer);
   if (in.departing) settle_inbound(peer);  // that may have been the last message it sent
-  return true;
+  return link::Verdict::take;
 }
 
-void WanTransport::consume(InStream& st, const unsigned char* p, std::size_t n) {
-  if (n == 0) return;
-  st.crc = crc32c_extend(st.crc, p, n);
-  if (!st.discard) {
-    // Through msg->dest on every call: a receive posted meanwhile may have moved it.
-    if (st.msg->dest) std::memcpy(st.msg->dest + st.h.offset + st.done, p, n);
-  }
-  st.done += n;
-  st.remaining -= n;
-}
-
-bool WanTransport::end_frame(int peer, int s) {
+void WanTransport::end_frame(int peer, int s, const link::FrameHeader& h) {
   auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
-  st.in_payload = false;
-  if (!st.cursor.arrived(st.h, st.crc, true)) {  // a broken stream: the sender resends
-    break_inbound(peer, s);
-    return false;
-  }
-  if (st.discard) return true;
   Arrival a;
-  a.seq = st.h.seq;
+  a.seq = h.seq;
   a.msg = std::move(st.msg);
-  a.len = st.h.length;
-  if (held(st.h.sent_ns, st.delayed.empty(), &a.due)) st.delayed.push_back(std::move(a));
+  a.len = h.length;
+  if (held(h.sent_ns, st.delayed.empty(), &a.due)) st.delayed.push_back(std::move(a));
   else deliver(peer, s, a);
-  return true;
 }
 
 bool WanTransport::held(std::int64_t sent_ns, bool queue_empty, Clock::time_point* due) {
@@ -224,7 +203,7 @@ void WanTransport::deliver(int peer, int s, const Arrival& a) {
   if (a.goodbye) return on_goodbye(peer, a.sent_msgs);
   auto& in = in_[static_cast<std::size_t>(peer)];
   auto& st = in.streams[static_cast<std::size_t>(s)];
-  st.cursor.delivered(a.seq);
+  st.reader.cursor().delivered(a.seq);
   InMsg& m = *a.msg;
   m.received += a.len;
   // Per stripe as it is accepted (resent duplicates never get here), so the counter
@@ -304,7 +283,7 @@ void WanTransport::resume_stalled() {
 void WanTransport::send_ack(int peer, int s) {
   auto& st = in_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
   if (!st.sock || st.ack_writing) return;
-  const auto ack = st.cursor.take_ack(now_ns());
+  const auto ack = st.reader.cursor().take_ack(now_ns());
   if (!ack) return;
   st.ack_out = *ack;
   st.ack_writing = true;
@@ -325,7 +304,7 @@ void WanTransport::break_inbound(int peer, int s) {
   boost::system::error_code ec;
   if (st.sock) st.sock->close(ec);
   st.sock.reset();
-  st.in_payload = false;
+  st.reader.reset();
   st.stalled = false;
   st.msg.reset();
   st.ack_writing = false;

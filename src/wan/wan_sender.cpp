@@ -7,8 +7,8 @@
 #include "bootstrap/tcp_store.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
-#include "wan/crc32c.hpp"
-#include "wan/striping.hpp"
+#include "link/crc32c.hpp"
+#include "link/striping.hpp"
 #include "wan/wan_transport.hpp"
 
 namespace strata::wan {
@@ -100,7 +100,7 @@ void WanTransport::schedule(int peer) {
   auto& o = out_[static_cast<std::size_t>(peer)];
   if (!o.failed.empty() || aborted()) return;
   const auto now = Clock::now();
-  std::vector<StreamLoad> loads(o.streams.size());
+  std::vector<link::StreamLoad> loads(o.streams.size());
   while (!o.pending.empty()) {
     PendingSend& ps = o.pending.front();
     const std::size_t len = std::min(opt_.stripe_bytes, ps.req->size - ps.next_offset);
@@ -111,23 +111,23 @@ void WanTransport::schedule(int peer) {
       const std::size_t unwritten = st.q.unwritten_payload();
       const bool ready = st.connected && st.q.unwritten() < kMaxBatch &&
                          (unwritten == 0 || unwritten + len <= opt_.stripe_bytes);
-      loads[i] = StreamLoad{ready, st.q.unacked_bytes()};
+      loads[i] = link::StreamLoad{ready, st.q.unacked_bytes()};
     }
-    const int pick = pick_stream(loads, len, opt_.window);
+    const int pick = link::pick_stream(loads, len, opt_.window);
     if (pick < 0) break;
-    if (!o.bucket.take(double(len + kHeaderBytes), now, &o.rate_ready)) {
+    if (!o.bucket.take(double(len + link::kHeaderBytes), now, &o.rate_ready)) {
       next_due_ = std::min(next_due_, o.rate_ready);
       break;
     }
     auto& st = o.streams[static_cast<std::size_t>(pick)];
-    FrameHeader h;
+    link::FrameHeader h;
     h.length = static_cast<std::uint32_t>(len);
     h.msg_id = ps.msg_id;
     h.offset = ps.next_offset;
     h.total = ps.req->size;
     h.tag = ps.req->tag;
     const char* payload = ps.req->source() + ps.next_offset;
-    st.q.push(h, payload, crc32c(payload, len), ps.req);
+    st.q.push(h, payload, link::crc32c(payload, len), ps.req);
     ps.next_offset += len;
     if (ps.next_offset >= ps.req->size) o.pending.pop_front();
     write(peer, pick);
@@ -199,7 +199,7 @@ void WanTransport::write(int peer, int s) {
     resend |= f.sent;
     if (emu.corrupt > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < emu.corrupt)
       f.wire[56] ^= 1;  // sealed again for the resend
-    bufs.emplace_back(f.wire.data(), kHeaderBytes);
+    bufs.emplace_back(f.wire.data(), link::kHeaderBytes);
     if (f.h.length) bufs.emplace_back(f.payload, f.h.length);
     bytes += f.wire_bytes();
   }
@@ -238,9 +238,9 @@ void WanTransport::read_ack(int peer, int s) {
       if (ec == asio::error::timed_out) break_idle_outbound(peer);
       return;
     }
-    const Reply r = read_reply(t.ack_in.data());
-    const FrameHeader& h = r.h;
-    if (r.kind == Reply::Kind::goodbye) {
+    const link::Reply r = link::read_reply(t.ack_in.data());
+    const link::FrameHeader& h = r.h;
+    if (r.kind == link::Reply::Kind::goodbye) {
       // The last frame on this stream; behind whatever acknowledgements are still held.
       HeldAck a;
       a.goodbye = true;
@@ -248,7 +248,7 @@ void WanTransport::read_ack(int peer, int s) {
       if (held(h.sent_ns, t.delayed_acks.empty(), &a.due)) return t.delayed_acks.push_back(a);
       return farewell_outbound(peer, s, h.msg_id);
     }
-    if (r.kind == Reply::Kind::broken) return break_outbound(peer, s, r.why);
+    if (r.kind == link::Reply::Kind::broken) return break_outbound(peer, s, r.why);
     HeldAck a;
     a.seq = h.seq;
     if (held(h.sent_ns, t.delayed_acks.empty(), &a.due)) t.delayed_acks.push_back(a);

@@ -36,7 +36,7 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
   for (auto& o : out_) {
     o.streams.resize(static_cast<std::size_t>(opt_.streams));
     if (rate > 0)
-      o.bucket = TokenBucket(rate, std::max<double>(rate * 0.005, double(opt_.stripe_bytes + kHeaderBytes)), now);
+      o.bucket = TokenBucket(rate, std::max<double>(rate * 0.005, double(opt_.stripe_bytes + link::kHeaderBytes)), now);
   }
   accept();
 }
@@ -238,7 +238,7 @@ void WanTransport::say_goodbye() {
   const std::int64_t stamp = now_ns();
   // Only where no write is under way (the frame must not land inside another), and
   // without blocking: a full socket buffer means the peer will see the close instead.
-  auto send = [&](const SocketPtr& sock, const EncodedHeader& bye, const EncodedHeader* ack) {
+  auto send = [&](const SocketPtr& sock, const link::EncodedHeader& bye, const link::EncodedHeader* ack) {
     boost::system::error_code ec;
     std::array<boost::asio::const_buffer, 2> bufs{boost::asio::buffer(bye), boost::asio::buffer(bye)};
     if (ack) bufs[0] = boost::asio::buffer(*ack);
@@ -248,18 +248,18 @@ void WanTransport::say_goodbye() {
   for (std::size_t p = 0; p < out_.size(); ++p) {
     // Tells the peer how many messages to expect from us in all, so it can fail a
     // receive no message can satisfy at once and keep waiting for the rest.
-    FrameHeader h;
-    h.kind = FrameKind::goodbye;
+    link::FrameHeader h;
+    h.kind = link::FrameKind::goodbye;
     h.sent_ns = stamp;
     h.msg_id = out_[p].next_msg_id;
-    const EncodedHeader bye = seal(h, 0);
+    const link::EncodedHeader bye = link::seal(h, 0);
     for (auto& s : out_[p].streams)
       if (s.sock && s.connected && !s.writing) send(s.sock, bye, nullptr);
     for (auto& s : in_[p].streams) {
       if (!s.sock || s.ack_writing) continue;
       // Acknowledge everything delivered first: the goodbye ends the peer's wait for
       // acknowledgements, and a delivered send must not be left unacknowledged.
-      if (const auto ack = s.cursor.take_ack(stamp)) {
+      if (const auto ack = s.reader.cursor().take_ack(stamp)) {
         s.ack_out = *ack;
         send(s.sock, bye, &s.ack_out);
       } else {

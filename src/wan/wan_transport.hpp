@@ -41,8 +41,9 @@
 #include "transport/transport.hpp"
 #include "wan/buffer_cache.hpp"
 #include "wan/emulation.hpp"
-#include "wan/frame.hpp"
-#include "wan/stream_core.hpp"
+#include "link/frame.hpp"
+#include "link/frame_reader.hpp"
+#include "link/stream_core.hpp"
 #include "wan/wan_options.hpp"
 #include "wan/wan_socket.hpp"
 #include "wan/tls.hpp"
@@ -122,9 +123,9 @@ class WanTransport : public transport::AsioTransport {
   struct OutStream {
     SocketPtr sock;
     bool connected = false, writing = false;
-    OutQueue<ReqPtr> q;
+    link::OutQueue<ReqPtr> q;
     std::uint64_t frames_written = 0;
-    EncodedHeader ack_in{};
+    link::EncodedHeader ack_in{};
     std::deque<HeldAck> delayed_acks;  // emulated delay, in arrival order
     // Backoff state: `down` from the first break until an ack shows the stream moving again,
     // so a peer that accepts and then drops every connection still runs out of time.
@@ -162,6 +163,7 @@ class WanTransport : public transport::AsioTransport {
   };
 
   // ---- receiving (wan_receiver.cpp)
+  static constexpr std::uint32_t kMaxStripe = 64u << 20;  // the longest frame a peer may announce
   struct InMsg {
     std::uint64_t id = 0;
     Tag tag = 0;
@@ -186,16 +188,11 @@ class WanTransport : public transport::AsioTransport {
     SocketPtr sock;
     std::vector<unsigned char> rbuf;
     std::size_t rpos = 0, rend = 0;
-    bool in_payload = false;
-    bool stalled = false;  // the buffered header's message waits for a receive or staging room
-    FrameHeader h{};
-    std::size_t done = 0, remaining = 0;  // payload bytes of the current frame
-    std::uint32_t crc = 0;
-    bool discard = false;
-    InMsgPtr msg;  // the message the current frame belongs to, unless discarded
-    InCursor cursor;
+    link::FrameReader reader{kMaxStripe};
+    bool stalled = false;  // the reader holds a header whose message waits for a receive or staging room
+    InMsgPtr msg;          // the message the current frame belongs to, unless dropped
     bool ack_writing = false;
-    EncodedHeader ack_out{};
+    link::EncodedHeader ack_out{};
     std::deque<Arrival> delayed;
   };
   struct Inbound {
@@ -233,9 +230,9 @@ class WanTransport : public transport::AsioTransport {
   void accept();
   void read_hello(SocketPtr sock);
   void pump(int peer, int s);
-  bool begin_frame(int peer, int s, const unsigned char* header);
-  void consume(InStream& st, const unsigned char* p, std::size_t n);
-  bool end_frame(int peer, int s);
+  struct FrameIo;  // how pump() feeds the stream's reader (wan_receiver.cpp)
+  link::Verdict begin_frame(int peer, int s, const link::InCursor::Header& c);
+  void end_frame(int peer, int s, const link::FrameHeader& h);
   void deliver(int peer, int s, const Arrival& a);
   void try_match(int peer);
   void match(int peer, const InMsgPtr& m);

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "loopback.hpp"
-#include "wan/crc32c.hpp"
-#include "wan/frame.hpp"
+#include "link/crc32c.hpp"
+#include "link/frame.hpp"
 #include "wan/wan_transport.hpp"
 
 using namespace strata;
@@ -29,7 +29,7 @@ std::vector<unsigned char> sealed_frames(const std::uint8_t* p, std::size_t n) {
   constexpr std::size_t kFields = 49;
   std::vector<unsigned char> out;
   while (n >= kFields) {
-    wan::FrameHeader h;
+    link::FrameHeader h;
     const std::uint8_t kind = p[0] % 4;
     std::uint32_t raw_kind, length;
     std::memcpy(&raw_kind, p + 1, 4);
@@ -41,11 +41,11 @@ std::vector<unsigned char> sealed_frames(const std::uint8_t* p, std::size_t n) {
     std::memcpy(&h.tag, p + 41, 8);
     p += kFields;
     n -= kFields;
-    h.kind = kind == 0 ? wan::FrameKind::data : kind == 1 ? wan::FrameKind::ack
-           : kind == 2 ? wan::FrameKind::goodbye : static_cast<wan::FrameKind>(raw_kind);
-    const std::size_t payload = h.kind == wan::FrameKind::data ? std::min<std::size_t>(length % 8192, n) : 0;
+    h.kind = kind == 0 ? link::FrameKind::data : kind == 1 ? link::FrameKind::ack
+           : kind == 2 ? link::FrameKind::goodbye : static_cast<link::FrameKind>(raw_kind);
+    const std::size_t payload = h.kind == link::FrameKind::data ? std::min<std::size_t>(length % 8192, n) : 0;
     h.length = static_cast<std::uint32_t>(payload);
-    const auto header = wan::seal(h, wan::crc32c(p, payload));
+    const auto header = link::seal(h, link::crc32c(p, payload));
     out.insert(out.end(), header.begin(), header.end());
     out.insert(out.end(), p, p + payload);
     p += payload;

@@ -22,8 +22,8 @@
 #include "quant/codec.hpp"
 #include "quant/error_feedback.hpp"
 #include "topology/figures.hpp"
-#include "wan/crc32c.hpp"
-#include "wan/frame.hpp"
+#include "link/crc32c.hpp"
+#include "link/frame.hpp"
 
 namespace fs = std::filesystem;
 using namespace strata;
@@ -115,12 +115,12 @@ void wan_seeds() {
                                wan_record(1, 0, 1, 0, 0, 0, 0) + wan_record(2, 0, 0, 0, 0, 0, 0));
   seed("wan_link", "acks_delayed", Bytes("\x0b\x00", 2) + wan_record(1, 0, 1, 0, 0, 0, 0) + wan_record(2, 0, 0, 1, 0, 0, 0));
   // Raw mode: one frame sealed here, after the harness proved itself.
-  wan::FrameHeader h;
-  h.kind = wan::FrameKind::data;
+  link::FrameHeader h;
+  h.kind = link::FrameKind::data;
   h.length = 4;
   h.seq = 1;
   h.total = 4;
-  const auto header = wan::seal(h, wan::crc32c("data", 4));
+  const auto header = link::seal(h, link::crc32c("data", 4));
   seed("wan_link", "raw", Bytes("\x04\x00", 2) + Bytes(reinterpret_cast<const char*>(header.data()), header.size()) + "data");
   // A stranger: a hello for the WAN link, then a proof made with a secret it guessed.
   seed("wan_link", "stranger", Bytes("\x10\x00", 2) + stranger_hello(bootstrap::auth::Channel::wan) + Bytes(40, '\x02'));

@@ -30,7 +30,7 @@
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
 #include "transport/factory.hpp"
-#include "wan/frame.hpp"
+#include "link/frame.hpp"
 #include "core/settings_check.hpp"
 #include "core/link_settings.hpp"
 #include "wan/wan_transport.hpp"
@@ -226,13 +226,13 @@ void oversized_announcement(TransportKind kind, bool wan) {
       s.connect({asio::ip::make_address(host), port});
       if (wan) {
         prove(s, {}, bootstrap::auth::Channel::wan, stream_payload(1, 0));
-        wan::FrameHeader h;
-        h.kind = wan::FrameKind::data;
+        link::FrameHeader h;
+        h.kind = link::FrameKind::data;
         h.length = 64u << 10;
         h.seq = 1;
         h.msg_id = 1;  // not the next in line: it would be staged whole
         h.total = 1ull << 40;
-        const auto bytes = wan::seal(h, 0);
+        const auto bytes = link::seal(h, 0);
         asio::write(s, asio::buffer(bytes));
       } else {
         prove(s, {}, bootstrap::auth::Channel::tcp, rank_payload(1));

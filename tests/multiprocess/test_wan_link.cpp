@@ -314,7 +314,7 @@ void leave_right_after_sending(const WanOptions& opt, const std::vector<std::siz
         std::size_t expect = 0;
         for (std::size_t i = 0; i < sizes.size(); ++i) {
           t->isend(0, 5, bufs[i].data(), sizes[i]);
-          expect += sizes[i] + kHeaderBytes;
+          expect += sizes[i] + link::kHeaderBytes;
         }
         const auto until = Clock::now() + 10s;
         while (t->traffic().wan_wire_sent < expect && Clock::now() < until) t->progress();
@@ -410,7 +410,7 @@ TEST(WanLink, CommunicatorCountsRingAllreduceBytes) {
                              std::to_string(received) + ", expected " + std::to_string(expect);
     require(sent == expect, what);
     // Every data frame is written before its send completes; each carries a header.
-    require(wire >= sent + 2 * kHeaderBytes, what);
+    require(wire >= sent + 2 * link::kHeaderBytes, what);
     // The other rank sends the two pieces this one does not: the same total.
     require(received == expect, what);
     require(after.wan_bytes_resent == 0, what + ": resent bytes on an unbroken link");

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace strata::wan {
+namespace strata::link {
 
 // Extends a finished CRC over more bytes: crc32c_extend(crc32c_extend(0, a), b) equals
 // the CRC of a followed by b, which lets a receiver checksum a payload as it streams in.
@@ -17,4 +17,4 @@ inline std::uint32_t crc32c(const void* data, std::size_t n) { return crc32c_ext
 std::uint32_t crc32c_extend_portable(std::uint32_t crc, const void* data, std::size_t n);
 bool crc32c_hardware();
 
-}  // namespace strata::wan
+}  // namespace strata::link

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace strata::wan {
+namespace strata::link {
 
 inline constexpr std::size_t kHeaderBytes = 64;
 using EncodedHeader = std::array<unsigned char, kHeaderBytes>;
@@ -54,4 +54,4 @@ EncodedHeader seal(FrameHeader h, std::uint32_t payload_crc);
 // Whether an encoded header's own CRC matches (sealed headers only).
 bool header_intact(const unsigned char* in);
 
-}  // namespace strata::wan
+}  // namespace strata::link

@@ -1,17 +1,15 @@
-// The WAN link's pure parts: CRC32C, frame encoding, the emulation spec, the token
-// bucket and the stripe scheduler.
+// The striped link's wire format: CRC32C, frame encoding and the stripe scheduler.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "strata/errors.hpp"
-#include "wan/crc32c.hpp"
-#include "wan/emulation.hpp"
-#include "wan/frame.hpp"
-#include "wan/striping.hpp"
+#include "link/crc32c.hpp"
+#include "link/frame.hpp"
+#include "link/striping.hpp"
 
-namespace strata::wan {
+namespace strata::link {
 namespace {
 
 using namespace std::chrono_literals;
@@ -95,60 +93,6 @@ TEST(Frame, UnknownKindIsRejected) {
   EXPECT_THROW(decode(bytes.data()), TransportError);
 }
 
-TEST(Emulation, ParsesEveryField) {
-  const Emulation e = parse_emulation("rate=200mbit,delay=25ms,window=4m,loss=0.001,cut=7");
-  EXPECT_DOUBLE_EQ(e.rate_bytes_per_s, 25e6);
-  EXPECT_EQ(e.delay, 25ms);
-  EXPECT_EQ(e.window, 4u << 20);
-  EXPECT_DOUBLE_EQ(e.loss, 0.001);
-  EXPECT_EQ(e.cut_after, 7u);
-  EXPECT_DOUBLE_EQ(parse_emulation("corrupt=0.25").corrupt, 0.25);
-  const Emulation f = parse_emulation("delay=500us,window=256k,rate=1gbit");
-  EXPECT_EQ(f.delay, 500us);
-  EXPECT_EQ(f.window, 256u << 10);
-  EXPECT_DOUBLE_EQ(f.rate_bytes_per_s, 125e6);
-  const Emulation none = parse_emulation("");
-  EXPECT_EQ(none.rate_bytes_per_s, 0);
-  EXPECT_EQ(none.delay, 0ns);
-  EXPECT_EQ(none.window, 0u);
-}
-
-TEST(Emulation, ErrorsNameTheBadField) {
-  auto message = [](const std::string& spec) {
-    try {
-      parse_emulation(spec);
-    } catch (const InvalidArgument& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  EXPECT_NE(message("rate=200mb").find("rate"), std::string::npos);
-  EXPECT_NE(message("rate=fast").find("rate"), std::string::npos);
-  EXPECT_NE(message("delay=25").find("delay"), std::string::npos);
-  EXPECT_NE(message("window=4x").find("window"), std::string::npos);
-  EXPECT_NE(message("loss=1.5").find("loss"), std::string::npos);
-  EXPECT_NE(message("loss=-0.1").find("loss"), std::string::npos);
-  EXPECT_NE(message("cut=2.5").find("cut"), std::string::npos);
-  EXPECT_NE(message("corrupt=2").find("corrupt"), std::string::npos);
-  EXPECT_NE(message("jitter=5ms").find("jitter"), std::string::npos);
-  EXPECT_NE(message("delay").find("field=value"), std::string::npos);
-}
-
-TEST(TokenBucket, LimitsToItsRate) {
-  using C = TokenBucket::Clock;
-  const auto t0 = C::now();
-  TokenBucket b(1000.0, 100.0, t0);  // 1000 B/s, burst 100
-  C::time_point ready;
-  EXPECT_TRUE(b.take(100, t0, &ready));
-  EXPECT_FALSE(b.take(50, t0, &ready));
-  EXPECT_NEAR(std::chrono::duration<double>(ready - t0).count(), 0.05, 1e-6);
-  EXPECT_TRUE(b.take(50, t0 + 50ms, &ready));
-  // A frame beyond the burst passes once the bucket is full, leaving a debt.
-  EXPECT_TRUE(b.take(500, t0 + 150ms, &ready));
-  EXPECT_FALSE(b.take(1, t0 + 200ms, &ready));
-  EXPECT_TRUE(TokenBucket().take(1e12, t0, &ready));  // unlimited
-}
-
 TEST(Striping, PicksTheLeastLoadedReadyStream) {
   const std::size_t kWin = 1000;
   std::vector<StreamLoad> s = {{true, 300}, {true, 100}, {true, 200}, {false, 0}};
@@ -182,4 +126,4 @@ TEST(Striping, SlowStreamGetsFewerStripes) {
 }
 
 }  // namespace
-}  // namespace strata::wan
+}  // namespace strata::link

@@ -1,6 +1,6 @@
-#include "wan/striping.hpp"
+#include "link/striping.hpp"
 
-namespace strata::wan {
+namespace strata::link {
 
 int pick_stream(std::span<const StreamLoad> streams, std::size_t bytes, std::size_t window) {
   int best = -1;
@@ -14,4 +14,4 @@ int pick_stream(std::span<const StreamLoad> streams, std::size_t bytes, std::siz
   return best;
 }
 
-}  // namespace strata::wan
+}  // namespace strata::link

@@ -21,9 +21,9 @@
 #include <string>
 #include <utility>
 
-#include "wan/frame.hpp"
+#include "link/frame.hpp"
 
-namespace strata::wan {
+namespace strata::link {
 
 inline constexpr std::uint64_t kMaxMessageBytes = std::uint64_t{1} << 40;
 
@@ -194,4 +194,4 @@ class InCursor {
   std::uint64_t acked_ = 0;      // last frame acknowledged on this connection
 };
 
-}  // namespace strata::wan
+}  // namespace strata::link

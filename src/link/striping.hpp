@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <span>
 
-namespace strata::wan {
+namespace strata::link {
 
 struct StreamLoad {
   bool ready = false;          // connected, nothing assigned but unwritten
@@ -19,4 +19,4 @@ struct StreamLoad {
 // than the window still move, one at a time).
 int pick_stream(std::span<const StreamLoad> streams, std::size_t bytes, std::size_t window);
 
-}  // namespace strata::wan
+}  // namespace strata::link

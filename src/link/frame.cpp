@@ -1,12 +1,12 @@
-#include "wan/frame.hpp"
+#include "link/frame.hpp"
 
 #include <bit>
 #include <cstring>
 
 #include "strata/errors.hpp"
-#include "wan/crc32c.hpp"
+#include "link/crc32c.hpp"
 
-namespace strata::wan {
+namespace strata::link {
 
 static_assert(std::endian::native == std::endian::little,
               "the WAN frame layout is written with memcpy on a little-endian host");
@@ -75,4 +75,4 @@ bool header_intact(const unsigned char* in) {
   return take<std::uint32_t>(in, 60) == crc32c(in, 56);
 }
 
-}  // namespace strata::wan
+}  // namespace strata::link

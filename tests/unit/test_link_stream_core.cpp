@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "wan/crc32c.hpp"
-#include "wan/frame.hpp"
-#include "wan/stream_core.hpp"
+#include "link/crc32c.hpp"
+#include "link/frame.hpp"
+#include "link/stream_core.hpp"
 
-namespace strata::wan {
+namespace strata::link {
 namespace {
 
 FrameHeader stripe(std::uint64_t msg, std::uint64_t offset, std::uint32_t length, std::uint64_t total) {
@@ -223,4 +223,4 @@ TEST(StreamCore, RandomBreaksLoseNothingAndDuplicateNothing) {
 }
 
 }  // namespace
-}  // namespace strata::wan
+}  // namespace strata::link

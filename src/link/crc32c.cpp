@@ -1,4 +1,4 @@
-#include "wan/crc32c.hpp"
+#include "link/crc32c.hpp"
 
 #include <array>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace strata::wan {
+namespace strata::link {
 
 namespace {
 
@@ -75,4 +75,4 @@ std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t n) 
   return crc32c_extend_portable(crc, data, n);
 }
 
-}  // namespace strata::wan
+}  // namespace strata::link

@@ -1,9 +1,9 @@
-#include "wan/stream_core.hpp"
+#include "link/stream_core.hpp"
 
 #include <algorithm>
 #include <exception>
 
-namespace strata::wan {
+namespace strata::link {
 
 Reply read_reply(const unsigned char* raw) {
   Reply r;
@@ -70,4 +70,4 @@ std::optional<EncodedHeader> InCursor::take_ack(std::int64_t sent_ns) {
   return seal(h, 0);
 }
 
-}  // namespace strata::wan
+}  // namespace strata::link
