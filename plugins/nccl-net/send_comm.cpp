@@ -90,12 +90,7 @@ bool SendComm::assign(std::int64_t now_ns) {
     if (pick < 0) break;
     Stream& s = streams_[static_cast<std::size_t>(pick)];
 
-    link::FrameHeader h;
-    h.length = static_cast<std::uint32_t>(len);
-    h.msg_id = p.msg_id;
-    h.offset = p.next_offset;
-    h.total = p.req->size;
-    h.tag = static_cast<std::uint32_t>(p.tag);
+    link::FrameHeader h = link::stripe(p.msg_id, p.next_offset, p.req->size, static_cast<std::uint32_t>(p.tag), len);
     h.sent_ns = now_ns;
     const char* payload = len ? p.data + p.next_offset : nullptr;
     s.q.push(h, payload, opt_.checksum && len ? link::crc32c(payload, len) : 0, p.req);

@@ -27,6 +27,19 @@ namespace strata::link {
 
 inline constexpr std::uint64_t kMaxMessageBytes = std::uint64_t{1} << 40;
 
+// The header of stripe [offset, offset + length) of message msg_id (total bytes, tag);
+// the queue numbers it and the sender stamps it as it goes out.
+inline FrameHeader stripe(std::uint64_t msg_id, std::uint64_t offset, std::uint64_t total, std::uint64_t tag,
+                          std::size_t length) {
+  FrameHeader h;
+  h.length = static_cast<std::uint32_t>(length);
+  h.msg_id = msg_id;
+  h.offset = offset;
+  h.total = total;
+  h.tag = tag;
+  return h;
+}
+
 template <class Ref>
 struct OutFrame {
   FrameHeader h;

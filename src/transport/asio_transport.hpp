@@ -1,7 +1,9 @@
 // What a Boost.Asio transport (tcp/, and the WAN link in wan/) answers from its endpoint
-// alone: its rank, the address it publishes, the abort state and the listener's trouble.
+// alone: its rank, the address it publishes, the abort state and the listener's trouble;
+// and how it opens a request.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,17 @@ class AsioTransport : public Transport {
   std::string trouble() const override { return net_.trouble(); }
 
  protected:
+  // A request for isend or irecv, failed at once when the transport was aborted or the
+  // peer's direction has failed (`failed` says why; empty while it works).
+  template <class Req>
+  std::shared_ptr<Req> new_request(int peer, Tag tag, const void* buf, std::size_t size,
+                                   const std::string& failed = {}) const {
+    auto r = std::make_shared<Req>(peer, tag, const_cast<void*>(buf), size);
+    if (aborted()) r->fail(abort_reason());
+    else if (!failed.empty()) r->fail("rank " + std::to_string(peer) + ": " + failed);
+    return r;
+  }
+
   AsioTransport(const std::string& who, int rank, const std::string& bind_host, bool bind_any, int socket_buffer = 0)
       : net_(who, rank, bind_host, bind_any, socket_buffer), rank_(rank) {}
   // In the base, so built before the transport's sockets and timers and destroyed after

@@ -239,13 +239,13 @@ void WanTransport::match(int peer, const InMsgPtr& m) {
       r->fail(transport::truncation(peer, m->total, r->size));
       m->dest = nullptr;
     } else {
-      if (m->staging && m->total) std::memcpy(r->buf, m->staging.get(), m->total);
+      if (m->staging.data && m->total) std::memcpy(r->buf, m->staging.data.get(), m->total);
       m->dest = static_cast<char*>(r->buf);
       m->req = r;
     }
     unstage(*m);
   } else {
-    if (!m->staging) stage(*m);
+    if (!m->staging.data) stage(*m);
     in.unexpected.push(m->tag, m);
   }
   if (m->complete) {
@@ -256,14 +256,14 @@ void WanTransport::match(int peer, const InMsgPtr& m) {
 }
 
 void WanTransport::stage(InMsg& m) {
-  m.staging.reset(new char[m.total ? m.total : 1]);
-  m.dest = m.staging.get();
+  m.staging = buffers_.take(m.total);
+  m.dest = m.staging.data.get();
   m.budgeted = true;
   staged_ += m.total;
 }
 
 void WanTransport::unstage(InMsg& m) {
-  m.staging.reset();
+  buffers_.give(std::move(m.staging));
   if (!m.budgeted) return;
   m.budgeted = false;
   staged_ -= m.total;

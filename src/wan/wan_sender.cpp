@@ -29,7 +29,7 @@ void WanTransport::retire(const ReqPtr& req) {
   early_total_.fetch_sub(1, std::memory_order_relaxed);
   if (req->owned.data) {
     o.owned_bytes -= req->size;
-    copies_.give(std::move(req->owned));
+    buffers_.give(std::move(req->owned));
   }
 }
 
@@ -120,12 +120,7 @@ void WanTransport::schedule(int peer) {
       break;
     }
     auto& st = o.streams[static_cast<std::size_t>(pick)];
-    link::FrameHeader h;
-    h.length = static_cast<std::uint32_t>(len);
-    h.msg_id = ps.msg_id;
-    h.offset = ps.next_offset;
-    h.total = ps.req->size;
-    h.tag = ps.req->tag;
+    const link::FrameHeader h = link::stripe(ps.msg_id, ps.next_offset, ps.req->size, ps.req->tag, len);
     const char* payload = ps.req->source() + ps.next_offset;
     st.q.push(h, payload, link::crc32c(payload, len), ps.req);
     ps.next_offset += len;

@@ -20,7 +20,7 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
       out_(static_cast<std::size_t>(size)),
       in_(static_cast<std::size_t>(size)),
       rng_(std::random_device{}() ^ static_cast<std::uint64_t>(rank)),
-      copies_(opt_.send_buffer) {
+      buffers_(opt_.send_buffer) {
   if (opt_.streams < 1) throw InvalidArgument("wan transport: need at least one stream");
   if (opt_.emulation.window) {
     opt_.window = opt_.emulation.window;
@@ -64,19 +64,12 @@ std::int64_t WanTransport::now_ns() const {
 RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t bytes) {
   if (peer == rank_ && !aborted()) return send_to_self(tag, buf, bytes);
   auto& out = out_.at(static_cast<std::size_t>(peer));
-  auto req = std::make_shared<WanRequest>(peer, tag, const_cast<void*>(buf), bytes);
-  if (aborted()) {
-    req->fail(abort_reason());
-    return req;
-  }
-  if (!out.failed.empty()) {
-    req->fail("rank " + std::to_string(peer) + ": " + out.failed);
-    return req;
-  }
+  auto req = new_request<WanRequest>(peer, tag, buf, bytes, out.failed);
+  if (req->done()) return req;
   req->stripes_left = bytes == 0 ? 1 : (bytes + opt_.stripe_bytes - 1) / opt_.stripe_bytes;
   if (bytes > 0 && worth_owning(out, bytes)) {
     // The link owns the bytes from here: the caller's buffer is free at once.
-    req->owned = copies_.take(bytes);
+    req->owned = buffers_.take(bytes);
     std::memcpy(req->owned.data.get(), buf, bytes);
     out.owned_bytes += bytes;
     req->early = true;
@@ -95,30 +88,25 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
 }
 
 RequestPtr WanTransport::send_to_self(Tag tag, const void* buf, std::size_t bytes) {
-  auto req = std::make_shared<WanRequest>(rank_, tag, const_cast<void*>(buf), bytes);
   auto& in = in_[static_cast<std::size_t>(rank_)];
-  if (auto r = in.posted.take(tag)) {
-    transport::deliver_whole(rank_, buf, bytes, *r);
-  } else {
-    auto m = std::make_shared<InMsg>();
-    m->tag = tag;
-    m->total = m->received = bytes;
-    m->staging.reset(new char[bytes ? bytes : 1]);
-    if (bytes) std::memcpy(m->staging.get(), buf, bytes);
-    m->dest = m->staging.get();
-    m->matched = m->complete = true;
-    in.unexpected.push(tag, m);
-  }
+  transport::deliver_to_self(rank_, tag, buf, bytes, in.posted, in.unexpected, buffers_,
+                             [tag](transport::BufferPool::Buffer copy, std::size_t n) {
+                               auto m = std::make_shared<InMsg>();
+                               m->tag = tag;
+                               m->total = m->received = n;
+                               m->staging = std::move(copy);
+                               m->dest = m->staging.data.get();
+                               m->matched = m->complete = true;
+                               return m;
+                             });
+  auto req = std::make_shared<WanRequest>(rank_, tag, const_cast<void*>(buf), bytes);
   req->complete(bytes);
   return req;
 }
 
 RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacity) {
-  auto req = std::make_shared<WanRequest>(peer, tag, buf, capacity);
-  if (aborted()) {
-    req->fail(abort_reason());
-    return req;
-  }
+  auto req = new_request<WanRequest>(peer, tag, buf, capacity);
+  if (req->done()) return req;
   auto& in = in_.at(static_cast<std::size_t>(peer));
   InMsgPtr m = in.unexpected.take(tag);
   if (!m && no_more_messages(in)) {
@@ -141,7 +129,7 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
     m->dest = nullptr;  // the rest of its stripes are dropped
   } else {
     // Copy what has arrived and let the rest land in the caller's buffer directly.
-    if (m->total) std::memcpy(buf, m->staging.get(), m->total);
+    if (m->total) std::memcpy(buf, m->staging.data.get(), m->total);
     m->dest = static_cast<char*>(buf);
     if (m->complete) {
       req->complete(m->total);

@@ -37,9 +37,10 @@
 #include "base/asio.hpp"
 #include "transport/asio_transport.hpp"
 #include "transport/delivery.hpp"
+#include "transport/buffer_pool.hpp"
+#include "transport/copy_request.hpp"
 #include "transport/tag_queues.hpp"
 #include "transport/transport.hpp"
-#include "wan/buffer_cache.hpp"
 #include "wan/emulation.hpp"
 #include "link/frame.hpp"
 #include "link/frame_reader.hpp"
@@ -54,38 +55,18 @@ using transport::Clock;
 using transport::RequestPtr;
 using transport::Tag;
 
-class WanRequest : public transport::Request {
+// A send also carries its progress through the stripes and, once completed early, the
+// link's copy of its bytes.
+class WanRequest : public transport::CopyRequest {
  public:
-  WanRequest(int peer, Tag tag, void* buf, std::size_t size)
-      : Request(peer), tag(tag), buf(buf), size(size) {}
-  bool done() const override { return done_; }
-  const std::string& error() const override { return error_; }
-  std::size_t bytes() const override { return bytes_; }
-  void complete(std::size_t n) {
-    if (done_) return;
-    bytes_ = n;
-    done_ = true;
-  }
-  void fail(const std::string& why) {
-    if (done_) return;
-    error_ = why;
-    done_ = true;
-  }
+  using CopyRequest::CopyRequest;
 
   // Sends: where the stripes are read from, the link's own copy if it took one.
   const char* source() const { return owned.data ? owned.data.get() : static_cast<const char*>(buf); }
 
-  const Tag tag;
-  void* const buf;
-  const std::size_t size;
   std::size_t stripes_left = 0;  // sends: stripes not yet acknowledged
-  BufferCache::Buffer owned;  // sends completed early: the bytes, until acknowledged
-  bool early = false;         // completed before its acknowledgement (zero bytes need no copy)
-
- private:
-  bool done_ = false;
-  std::string error_;
-  std::size_t bytes_ = 0;
+  transport::BufferPool::Buffer owned;  // sends completed early: the bytes, until acknowledged
+  bool early = false;  // completed before its acknowledgement (zero bytes need no copy)
 };
 
 class WanTransport : public transport::AsioTransport {
@@ -169,7 +150,7 @@ class WanTransport : public transport::AsioTransport {
     Tag tag = 0;
     std::size_t total = 0, received = 0;
     char* dest = nullptr;  // user buffer, staging, or null when the payload is dropped
-    std::unique_ptr<char[]> staging;
+    transport::BufferPool::Buffer staging;
     bool budgeted = false;  // staging counted against options().unexpected_bytes
     ReqPtr req;  // the receive it was matched to, if any
     bool matched = false, complete = false;
@@ -283,7 +264,7 @@ class WanTransport : public transport::AsioTransport {
   std::uint64_t reconnects_ = 0;
   std::size_t staged_ = 0;  // budgeted staging bytes held
   std::atomic<std::size_t> early_total_{0};  // Outbound::early_sends over all peers
-  BufferCache copies_;  // memory of those copies, reused
+  transport::BufferPool buffers_;  // memory of those copies and of staged messages, reused
   std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
   bool abort_applied_ = false;
 };

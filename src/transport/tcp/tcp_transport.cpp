@@ -70,11 +70,8 @@ void TcpTransport::read_hello(std::shared_ptr<tcp::socket> s) {
 }
 
 RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacity) {
-  auto req = std::make_shared<TcpRequest>(peer, tag, buf, capacity);
-  if (aborted()) {
-    req->fail(abort_reason());
-    return req;
-  }
+  auto req = new_request<CopyRequest>(peer, tag, buf, capacity);
+  if (req->done()) return req;
   auto& in = in_.at(static_cast<std::size_t>(peer));
   if (auto u = in.unexpected.take(tag)) {
     if (u->complete) {
@@ -98,34 +95,25 @@ RequestPtr TcpTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
 }
 
 RequestPtr TcpTransport::send_to_self(Tag tag, const void* buf, std::size_t bytes) {
-  auto req = std::make_shared<TcpRequest>(rank_, tag, const_cast<void*>(buf), bytes);
   auto& in = in_[rank_];
-  if (auto r = in.posted.take(tag)) {
-    deliver_whole(rank_, buf, bytes, *r);
-  } else {
-    auto u = std::make_shared<Unexpected>();
-    u->buffer = pool_.take(bytes);
-    u->size = bytes;
-    if (bytes) std::memcpy(u->buffer.data.get(), buf, bytes);
-    u->complete = true;
-    in.unexpected.push(tag, u);
-  }
+  transport::deliver_to_self(rank_, tag, buf, bytes, in.posted, in.unexpected, pool_,
+                             [](BufferPool::Buffer copy, std::size_t n) {
+                               auto u = std::make_shared<Unexpected>();
+                               u->buffer = std::move(copy);
+                               u->size = n;
+                               u->complete = true;
+                               return u;
+                             });
+  auto req = std::make_shared<CopyRequest>(rank_, tag, const_cast<void*>(buf), bytes);
   req->complete(bytes);
   return req;
 }
 
 RequestPtr TcpTransport::isend(int peer, Tag tag, const void* buf, std::size_t bytes) {
   if (peer == rank_ && !aborted()) return send_to_self(tag, buf, bytes);
-  auto req = std::make_shared<TcpRequest>(peer, tag, const_cast<void*>(buf), bytes);
   auto& out = out_.at(static_cast<std::size_t>(peer));
-  if (aborted()) {
-    req->fail(abort_reason());
-    return req;
-  }
-  if (!out.failed.empty()) {
-    req->fail("rank " + std::to_string(peer) + ": " + out.failed);
-    return req;
-  }
+  auto req = new_request<CopyRequest>(peer, tag, buf, bytes, out.failed);
+  if (req->done()) return req;
   // Sent by the next progress(), so frames posted together leave in one writev.
   if (out.queue.empty() && !out.writing) dirty_.push_back(peer);
   out.queue.push_back(req);

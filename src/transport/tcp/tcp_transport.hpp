@@ -27,7 +27,6 @@
 
 namespace strata::transport::tcp {
 
-class TcpRequest;
 struct Unexpected;
 
 class TcpTransport : public AsioTransport {
@@ -56,8 +55,8 @@ class TcpTransport : public AsioTransport {
     bool connected = false;
     bool writing = false;
     std::string failed;
-    std::deque<std::shared_ptr<TcpRequest>> queue;  // not yet written
-    std::vector<std::shared_ptr<TcpRequest>> in_flight;
+    std::deque<std::shared_ptr<CopyRequest>> queue;  // not yet written
+    std::vector<std::shared_ptr<CopyRequest>> in_flight;
     std::vector<Header> headers;  // storage for the in-flight batch's headers
     char watch_byte = 0;          // the receiver never writes: a read ends only when it closes
   };
@@ -75,9 +74,9 @@ class TcpTransport : public AsioTransport {
     Header header{};
     char* target = nullptr;     // where payload goes; null: drop it (truncated receive)
     std::size_t remaining = 0;
-    std::shared_ptr<TcpRequest> req;  // the posted receive being filled, or
+    std::shared_ptr<CopyRequest> req;  // the posted receive being filled, or
     std::shared_ptr<Unexpected> unexpected_msg;  // the unexpected buffer being filled
-    TagQueues<std::shared_ptr<TcpRequest>> posted;
+    TagQueues<std::shared_ptr<CopyRequest>> posted;
     TagQueues<std::shared_ptr<Unexpected>> unexpected;
   };
 
@@ -104,7 +103,7 @@ class TcpTransport : public AsioTransport {
   std::vector<Outbound> out_;
   std::vector<Inbound> in_;
   std::vector<int> dirty_;
-  BufferPool pool_;
+  BufferPool pool_{std::size_t{256} << 20};  // unexpected messages' staging
   const std::size_t unexpected_budget_;
   std::size_t unexpected_held_ = 0;  // bytes of unexpected frames from peers, not yet received
   bool abort_applied_ = false;

@@ -1,8 +1,8 @@
-#include "wan/buffer_cache.hpp"
+#include "transport/buffer_pool.hpp"
 
-namespace strata::wan {
+namespace strata::transport {
 
-BufferCache::Buffer BufferCache::take(std::size_t n) {
+BufferPool::Buffer BufferPool::take(std::size_t n) {
   if (n >= kSmall) {
     const auto it = free_.lower_bound(n);
     if (it != free_.end() && it->first <= 2 * n) {
@@ -12,13 +12,13 @@ BufferCache::Buffer BufferCache::take(std::size_t n) {
       return b;
     }
   }
-  return Buffer{std::unique_ptr<char[]>(new char[n]), n};
+  return Buffer{std::unique_ptr<char[]>(new char[n ? n : 1]), n};
 }
 
-void BufferCache::give(Buffer b) {
+void BufferPool::give(Buffer b) {
   if (!b.data || b.capacity < kSmall || held_ + b.capacity > keep_) return;
   held_ += b.capacity;
   free_.emplace(b.capacity, std::move(b.data));
 }
 
-}  // namespace strata::wan
+}  // namespace strata::transport
