@@ -59,7 +59,7 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
     transport_ = connect_world(store, kind_, shape, all, deadline, secret_, settings_.fabric);
-    if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->chunk_bytes();
+    if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->report().profile().chunk_bytes;
     failures_.attach(mesh_.get(), transport_.get());
     connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
     build_selector(store, deadline);
@@ -175,7 +175,7 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
                  " wan_streams=" + config::text(config::wan_streams) + " wan_emulate=" + config::get(config::wan_emulate);
   auto figures = probe::agree_figures(in, &probe_report_);
   // Every rank of a communicator spanning regions waits the same way, so all add the same.
-  figures.wait_alpha = std::chrono::duration<double>(transport_->wait_latency()).count();
+  figures.wait_alpha = std::chrono::duration<double>(transport_->report().profile().wait_latency).count();
   figures.chunk_bytes = chunk_bytes_;  // the model cuts vectors as the algorithms will
   figures.small_bytes = settings_.small_bytes;
   selector_ = std::make_unique<topology::Selector>(

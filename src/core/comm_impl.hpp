@@ -62,7 +62,7 @@ class CommImpl {
   const Locality& locality(int r) const;
   TransportKind transport_kind() const { return kind_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
-  transport::TrafficCounters traffic() const { return transport_->traffic(); }
+  transport::TrafficCounters traffic() const { return transport_->report().traffic(); }
 
   Work collective(const collectives::CollArgs& a, const CallOptions& o);
   Work point_to_point(bool is_send, void* buf, std::size_t count, DataType dt, int peer,

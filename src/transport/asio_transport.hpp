@@ -13,13 +13,14 @@
 
 namespace strata::transport {
 
-class AsioTransport : public Transport {
+class AsioTransport : public Transport, public LinkReport {
  public:
   int rank() const override { return rank_; }
   std::string address() const { return net_.address(); }  // "ip:port" to publish
   void set_peer_addresses(std::vector<std::string> addrs) { net_.set_peer_addresses(std::move(addrs), size()); }
   bool aborted() const override { return net_.aborted(); }
   std::string abort_reason() const override { return net_.abort_reason(); }
+  const LinkReport& report() const override { return *this; }
   std::string trouble() const override { return net_.trouble(); }
 
  protected:

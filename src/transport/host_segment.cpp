@@ -151,6 +151,11 @@ char* HostSegment::slot(int r) const {
   return data_ + static_cast<std::size_t>(i) * kSlotBytes;
 }
 
+void HostSegment::exclude(const std::vector<bool>& peers) {
+  for (std::size_t p = 0; p < peers.size() && p < slots_.size(); ++p)
+    if (peers[p] && static_cast<int>(p) != rank_) slots_[p] = -1;
+}
+
 bool Transport::shares_memory(int peer) const { return segment_ && segment_->shares(peer); }
 
 char* Transport::shared_slot(int r) {

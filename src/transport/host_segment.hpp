@@ -39,6 +39,10 @@ class HostSegment {
   bool shares(int peer) const { return peer != rank_ && slots_[static_cast<std::size_t>(peer)] >= 0; }
   // Whether this rank has a slot: the host's ranks agreed on the segment.
   bool active() const { return slots_[static_cast<std::size_t>(rank_)] >= 0; }
+  // Peers marked true never share it, even where they run on this host (ranks of another
+  // region, when an emulation puts regions on one machine): both sides of each such pair
+  // mark the other, so shares() stays symmetric.
+  void exclude(const std::vector<bool>& peers);
   // Rank r's slot (kSlotBytes), as mapped here; r is this rank or one it shares() with.
   // Throws TransportError otherwise.
   char* slot(int r) const;

@@ -4,6 +4,11 @@
 // (source rank, tag); messages with the same (source, tag) are matched in the order they
 // were sent, so a collective may reuse one tag for a whole stream of chunks.
 //
+// The seam is small on purpose: tagged send and receive, progress and waiting, abort,
+// and whether sends still owe bytes (settled). What a transport can tell of its link
+// (profile, traffic, trouble) sits beside it in link_report.hpp; the host's shared
+// segment is only carried here for the collectives (host_segment.hpp).
+//
 // Threading: one thread (the communicator's progress engine) calls everything except
 // abort(), which any thread may call. Nothing progresses unless that thread calls
 // progress() or wait_event(); algorithms only ever block through wait() below.
@@ -16,6 +21,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "transport/link_report.hpp"
 
 namespace strata::transport {
 
@@ -46,18 +53,6 @@ class Request {
 };
 
 using RequestPtr = std::shared_ptr<Request>;
-
-// Bytes this rank moved over the inter-region (WAN) link since the transport was
-// created. Payload counts message bytes as algorithms see them, so it can be checked
-// against an algorithm's expected traffic; wire adds what the link itself costs (frame
-// headers, acknowledgements, resends after a broken stream), the figure a WAN bill or a
-// shaped link sees. Transports that never cross a region report zeros.
-struct TrafficCounters {
-  std::uint64_t wan_payload_sent = 0;      // message bytes handed to the WAN link by isend
-  std::uint64_t wan_wire_sent = 0;         // bytes written to WAN sockets, all overhead included
-  std::uint64_t wan_payload_received = 0;  // message bytes the link delivered, each once
-  std::uint64_t wan_resent = 0;            // payload bytes written again after a stream broke
-};
 
 class Transport {
  public:
@@ -93,35 +88,23 @@ class Transport {
   // (the engine does; settle() below for other callers).
   virtual bool settled() const { return true; }
 
-  // Thread-safe (any thread may read while the engine runs); see TrafficCounters.
-  virtual TrafficCounters traffic() const { return {}; }
+  // Beside the seam: the link's profile, traffic and trouble (link_report.hpp).
+  virtual const LinkReport& report() const;
 
-  // How late, on average, a waiting rank notices a message because of how it sleeps
-  // rather than the link: the cost model adds it to every round (wan::RoutedTransport
-  // sleeps in turns on two fabrics). Spinning probes do not see it.
-  virtual std::chrono::microseconds wait_latency() const { return std::chrono::microseconds(0); }
-
-  // The pipeline chunk collectives cut long vectors into when STRATA_CHUNK_BYTES does not
-  // say: where each message costs a handshake, fewer and larger ones win.
-  virtual std::size_t chunk_bytes() const { return std::size_t{1} << 20; }
-
-  // Whether this rank and `peer` map one segment of shared memory (shared_slot): peers on
-  // this host, when every rank of the host mapped it at start-up (host_segment.hpp).
-  // Symmetric, and the same answer on every rank of the host, so collectives may choose
-  // by it. The transport's factory hands it the segment (use_host_segment).
-  virtual bool shares_memory(int peer) const;
-  // Rank r's slot of the host's shared segment, as mapped in this process: r is this
-  // rank or one it shares_memory with, and only r writes it (host_segment.hpp). Throws
-  // TransportError where there is none.
-  virtual char* shared_slot(int r);
+  // The host's shared segment, which the transport only carries for the collectives
+  // (host_segment.hpp). Whether this rank and `peer` map it: peers on this host, when
+  // every rank of the host mapped it at start-up. Symmetric, and the same answer on every
+  // rank of the host, so collectives may choose by it.
+  bool shares_memory(int peer) const;
+  // Rank r's slot, as mapped in this process: r is this rank or one it shares_memory
+  // with, and only r writes it. Throws TransportError where there is none.
+  char* shared_slot(int r);
   // The bytes of each such slot; 0 where ranks share no segment.
-  virtual std::size_t shared_slot_bytes() const;
-  // The segment this rank's host agreed on; kept until the transport goes.
+  std::size_t shared_slot_bytes() const;
+  // The segment this rank's host agreed on (transport/factory.cpp); kept until the
+  // transport goes.
   void use_host_segment(std::shared_ptr<HostSegment> segment) { segment_ = std::move(segment); }
-
-  // Engine thread. What the transport could not do on its own and may explain a peer's
-  // silence (its listener ran out of file descriptors), for timeout messages; "" if none.
-  virtual std::string trouble() const { return ""; }
+  const std::shared_ptr<HostSegment>& host_segment() const { return segment_; }
 
  private:
   std::shared_ptr<HostSegment> segment_;  // null where no segment was made
@@ -129,7 +112,7 @@ class Transport {
 
 // `msg`, followed by the transport's trouble when it has any.
 inline std::string with_trouble(const Transport& t, std::string msg) {
-  const std::string why = t.trouble();
+  const std::string why = t.report().trouble();
   return why.empty() ? msg : msg + "; " + why;
 }
 

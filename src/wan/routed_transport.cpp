@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "transport/host_segment.hpp"
+
 namespace strata::wan {
 
 RoutedTransport::RoutedTransport(std::unique_ptr<Transport> local, std::unique_ptr<Transport> wan,
@@ -9,7 +11,12 @@ RoutedTransport::RoutedTransport(std::unique_ptr<Transport> local, std::unique_p
     : local_(std::move(local)),
       wan_(std::move(wan)),
       remote_(std::move(remote)),
-      name_(std::string(local_->name()) + "+" + wan_->name()) {}
+      name_(std::string(local_->name()) + "+" + wan_->name()) {
+  if (auto segment = local_->host_segment()) {
+    segment->exclude(remote_);
+    use_host_segment(std::move(segment));
+  }
+}
 
 transport::RequestPtr RoutedTransport::isend(int peer, transport::Tag tag, const void* buf,
                                              std::size_t bytes) {
@@ -22,7 +29,7 @@ transport::RequestPtr RoutedTransport::irecv(int peer, transport::Tag tag, void*
 }
 
 std::string RoutedTransport::trouble() const {
-  const std::string a = local_->trouble(), b = wan_->trouble();
+  const std::string a = local_->report().trouble(), b = wan_->report().trouble();
   return a.empty() ? b : b.empty() ? a : a + "; " + b;
 }
 

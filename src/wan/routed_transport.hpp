@@ -10,14 +10,16 @@
 
 namespace strata::wan {
 
-class RoutedTransport : public transport::Transport {
+class RoutedTransport : public transport::Transport, public transport::LinkReport {
  public:
   // Neither fabric can wake a wait on the other, so wait_event sleeps in turns of this
   // length on each: a message that arrives while its receiver sleeps on the other fabric
   // waits up to one turn, half a turn on average.
   static constexpr std::chrono::microseconds kTurn{50};
 
-  // remote[r]: rank r is in another region.
+  // remote[r]: rank r is in another region. It carries the local transport's host
+  // segment, which ranks of other regions never share, even where an emulation puts
+  // them on this host.
   RoutedTransport(std::unique_ptr<Transport> local, std::unique_ptr<Transport> wan,
                   std::vector<bool> remote);
 
@@ -32,19 +34,11 @@ class RoutedTransport : public transport::Transport {
   bool aborted() const override;
   std::string abort_reason() const override;
   // Only the WAN side crosses regions; intra-region traffic is not counted.
-  transport::TrafficCounters traffic() const override { return wan_->traffic(); }
-  std::chrono::microseconds wait_latency() const override { return kTurn / 2; }
+  const LinkReport& report() const override { return *this; }
+  transport::LinkProfile profile() const override { return {.wait_latency = kTurn / 2}; }
+  transport::TrafficCounters traffic() const override { return wan_->report().traffic(); }
   std::string trouble() const override;
   bool settled() const override { return local_->settled() && wan_->settled(); }
-  // Ranks of other regions never, even where an emulation puts them on this host.
-  bool shares_memory(int peer) const override {
-    return !remote_[static_cast<std::size_t>(peer)] && local_->shares_memory(peer);
-  }
-  char* shared_slot(int r) override {
-    if (r != rank() && !shares_memory(r)) return Transport::shared_slot(r);
-    return local_->shared_slot(r);
-  }
-  std::size_t shared_slot_bytes() const override { return local_->shared_slot_bytes(); }
 
  private:
   Transport& route(int peer) { return remote_.at(static_cast<std::size_t>(peer)) ? *wan_ : *local_; }

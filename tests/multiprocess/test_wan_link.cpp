@@ -317,8 +317,8 @@ void leave_right_after_sending(const WanOptions& opt, const std::vector<std::siz
           expect += sizes[i] + link::kHeaderBytes;
         }
         const auto until = Clock::now() + 10s;
-        while (t->traffic().wan_wire_sent < expect && Clock::now() < until) t->progress();
-        require(t->traffic().wan_wire_sent >= expect, name + ": frames not written within 10 s");
+        while (t->report().traffic().wan_wire_sent < expect && Clock::now() < until) t->progress();
+        require(t->report().traffic().wan_wire_sent >= expect, name + ": frames not written within 10 s");
         continue;  // leaves at once: the transport is destroyed
       }
       std::vector<Bytes> in(sizes.size());

@@ -22,7 +22,7 @@
 
 namespace strata::transport {
 
-class UcxTransport final : public Transport {
+class UcxTransport final : public Transport, public LinkReport {
  public:
   UcxTransport(int rank, int size, bootstrap::Store& store, Clock::time_point deadline);
   ~UcxTransport() override;
@@ -34,7 +34,8 @@ class UcxTransport final : public Transport {
   // copy. On one host (BENCHMARKS.md, "Pipeline chunk over UCX"), 2 ranks ran 4 MiB
   // 1.37x and 16-64 MiB 1.07-1.09x faster with 4 MiB chunks than with 1 MiB; 4 ranks,
   // whose segments are smaller, stayed within the noise.
-  std::size_t chunk_bytes() const override { return std::size_t{4} << 20; }
+  const LinkReport& report() const override { return *this; }
+  LinkProfile profile() const override { return {std::size_t{4} << 20}; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
