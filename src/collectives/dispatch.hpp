@@ -11,6 +11,10 @@
 #include "strata/compression.hpp"
 #include "strata/types.hpp"
 
+namespace strata::quant {
+class ErrorFeedback;
+}
+
 namespace strata::collectives {
 
 struct Algorithm;  // registry.hpp
@@ -34,6 +38,9 @@ struct CollArgs {
   // the registry before the call was queued); nullptr: the default choice.
   const Algorithm* algorithm = nullptr;
   std::shared_ptr<const Splits> splits;  // alltoall only
+  // Compressed allreduce: where the residuals of what the codec dropped are kept; null:
+  // they are lost. Carried here for the layer that owns them (quant/error_feedback.hpp).
+  quant::ErrorFeedback* feedback = nullptr;
 };
 
 // How a call that names no algorithm gets one. The communicator hands its selector down

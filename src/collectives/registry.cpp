@@ -1,5 +1,9 @@
 #include "collectives/registry.hpp"
 
+#include <atomic>
+#include <stdexcept>
+#include <string>
+
 #include "collectives/algorithms.hpp"
 
 namespace strata::collectives {
@@ -89,6 +93,18 @@ Steps run_shared_memory(Context& ctx, const Group& g, const CollArgs& a) {
 
 Steps run_dissemination(Context& ctx, const Group& g, const CollArgs&) { return dissemination_barrier(ctx, g); }
 
+// Chosen only by a call's compression, never for a plain call (settle_plan in core/).
+bool never(CollectiveKind, DataType, std::size_t, GroupShape) { return false; }
+
+std::atomic<RunFn> installed[static_cast<std::size_t>(AlgorithmId::compressed) + 1] = {};
+
+template <AlgorithmId id>
+Steps run_installed(Context& ctx, const Group& g, const CollArgs& a) {
+  const RunFn run = installed[static_cast<std::size_t>(id)].load(std::memory_order_acquire);
+  if (!run) throw std::logic_error("algorithm " + std::to_string(static_cast<int>(id)) + " has not been installed");
+  return run(ctx, g, a);
+}
+
 constexpr Algorithm kAlgorithms[] = {
     {AlgorithmId::ring, "ring",
      "pipelined ring reduce-scatter + allgather; 2(p-1) steps, bandwidth-optimal for large messages",
@@ -131,17 +147,24 @@ constexpr Algorithm kAlgorithms[] = {
      "slot, reduces its block from the peers' slots and copies the others' results out; a round "
      "of empty notices per step",
      shared, run_shared_memory},
+    {AlgorithmId::compressed, "compressed",
+     "allreduce through the call's lossy codec (CallOptions::compression, scope everywhere): "
+     "two members swap encodings, more reduce one range each from everyone's encodings and "
+     "send it back; what crosses links is encoded, never dense (quant/)",
+     never, run_installed<AlgorithmId::compressed>},
 };
 
 // algorithm(id) indexes the table, so it must list every id once, in order.
 constexpr bool ids_in_order() {
   for (std::size_t i = 0; i < std::size(kAlgorithms); ++i)
     if (static_cast<std::size_t>(kAlgorithms[i].id) != i) return false;
-  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::shared_memory) + 1;
+  return std::size(kAlgorithms) == static_cast<std::size_t>(AlgorithmId::compressed) + 1;
 }
 static_assert(ids_in_order());
 
 }  // namespace
+
+void install(AlgorithmId id, RunFn run) { installed[static_cast<std::size_t>(id)].store(run, std::memory_order_release); }
 
 std::span<const Algorithm> algorithms() { return kAlgorithms; }
 

@@ -1,6 +1,8 @@
 // Every flat algorithm by name: what it can run and how to run it over one Group. The
 // threshold rule in dispatch.cpp and the cost-model selector (topology/selector.hpp)
-// pick from this list; CallOptions::algorithm names one of its entries directly.
+// pick from this list; CallOptions::algorithm names one of its entries directly. The
+// compressed allreduce is listed too, but only a call's compression chooses it
+// (core/call_plan.cpp): its supports() answers no to every plain call.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +17,7 @@ namespace strata::collectives {
 
 enum class AlgorithmId : std::uint8_t {
   ring, recursive_doubling, binomial, chain, halving_doubling, double_tree, direct, dissemination,
-  param_server, exchange, shared_memory
+  param_server, exchange, shared_memory, compressed
 };
 
 struct Algorithm {
@@ -29,6 +31,12 @@ struct Algorithm {
   // Runs the collective over g; all ranks of g call it with the same arguments.
   Steps (*run)(Context& ctx, const Group& g, const CollArgs& a);
 };
+
+// Algorithms whose code lives in a layer above this one (quant/'s compressed allreduce)
+// are listed here like the rest, and run what that layer installs when a communicator
+// is first made; until then running one throws std::logic_error.
+using RunFn = Steps (*)(Context& ctx, const Group& g, const CollArgs& a);
+void install(AlgorithmId id, RunFn run);
 
 // In AlgorithmId order.
 std::span<const Algorithm> algorithms();

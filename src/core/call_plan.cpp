@@ -17,7 +17,8 @@ CallPlan settle_plan(const PlanInputs& in, const collectives::CollArgs& a, const
     return p;
   }
   if (a.compression && a.compression->scope == Compression::Scope::everywhere) {
-    p.route = CallPlan::Route::compressed;
+    p.route = CallPlan::Route::flat;
+    p.algorithm = &collectives::algorithm(collectives::AlgorithmId::compressed);
     return p;
   }
   if (in.levels && hierarchy::plan_runs(*in.levels, a.kind)) {

@@ -19,15 +19,16 @@ namespace strata::detail {
 struct CallPlan {
   enum class Route : std::uint8_t {
     pairwise,      // alltoall: every byte has one destination, nothing to combine on the way
-    compressed,    // allreduce compressed everywhere, over the world group (quant/)
     hierarchical,  // the communicator's hierarchical plan (hierarchy/)
-    flat,          // one registered algorithm over the world group
+    flat,          // one registered algorithm over the world group (compressed allreduce
+                   // included: the call's compression chooses it)
   };
   Route route = Route::flat;
   // What the call names, else (flat communicators) the selector's pick: travels in the
   // fingerprint, so ranks that would run different algorithms fail with a MismatchError.
   const collectives::Algorithm* declared = nullptr;
-  // flat: what runs, which is `declared` unless the online tuner tries another candidate.
+  // flat: what runs, which is `declared` unless the online tuner tries another candidate
+  // or the call's compression asks for the compressed allreduce.
   const collectives::Algorithm* algorithm = nullptr;
   bool tuned = false;  // flat: the tuner chose; the run is timed and offered to it
 

@@ -43,6 +43,10 @@ std::exception_ptr with_absent(const std::exception_ptr& e, const std::string& a
 
 }  // namespace
 
+CallRouter::CallRouter(Parts p) : p_(p) {
+  quant::install_compressed();  // the registry's compressed allreduce lives in quant/
+}
+
 Fingerprint CallRouter::fingerprint(std::uint64_t seq, const collectives::CollArgs& a) {
   Fingerprint fp;
   fp.seq = seq;
@@ -131,11 +135,6 @@ void CallRouter::run_plan(collectives::Context& ctx, const CallPlan& plan, const
     case CallPlan::Route::pairwise:
       ctx.run(collectives::alltoall(ctx, world, a));
       return;
-    case CallPlan::Route::compressed:
-      if (a.send != a.recv) std::memcpy(a.recv, a.send, a.count * sizeof(float));
-      ctx.run(quant::compressed_allreduce(ctx, world, static_cast<float*>(a.recv), a.count, *a.compression,
-                                          p_.feedback, quant::Shard{0, a.count}, a.op, p_.size));
-      return;
     case CallPlan::Route::hierarchical:
       ctx.run(hierarchy::run_hierarchical(ctx, *p_.plan.levels, a, p_.feedback));
       return;
@@ -144,6 +143,7 @@ void CallRouter::run_plan(collectives::Context& ctx, const CallPlan& plan, const
   }
   collectives::CollArgs b = a;
   b.algorithm = plan.algorithm;
+  b.feedback = p_.feedback;
   const auto start = Clock::now();
   ctx.run(plan.algorithm->run(ctx, world, b));
   if (!plan.tuned) return;

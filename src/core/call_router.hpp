@@ -27,7 +27,7 @@ class CallRouter {
     PlanInputs plan;
     quant::ErrorFeedback* feedback = nullptr;
   };
-  explicit CallRouter(Parts p) : p_(p) {}
+  explicit CallRouter(Parts p);
 
   // The fingerprint of call `seq` (its algorithm not yet known) for its description.
   static Fingerprint fingerprint(std::uint64_t seq, const collectives::CollArgs& a);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/patterns.hpp"
+#include "collectives/registry.hpp"
 #include "kernels/reduce.hpp"
 #include "quant/compression.hpp"
 
@@ -160,5 +161,13 @@ collectives::Steps compressed_allreduce(Context& ctx, const Group& g, float* buf
   co_await compressed_allreduce(ctx, g, buf, n, st);
   if (op == ReduceOp::avg) kernels::finish_avg(DataType::f32, buf, n, avg_divisor);
 }
+
+collectives::Steps run_compressed(Context& ctx, const Group& g, const collectives::CollArgs& a) {
+  float* buf = static_cast<float*>(a.recv);
+  if (a.send != a.recv && a.count) std::memcpy(buf, a.send, a.count * sizeof(float));
+  co_await compressed_allreduce(ctx, g, buf, a.count, *a.compression, a.feedback, Shard{0, a.count}, a.op, g.size());
+}
+
+void install_compressed() { collectives::install(collectives::AlgorithmId::compressed, run_compressed); }
 
 }  // namespace strata::quant

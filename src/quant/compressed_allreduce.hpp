@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "collectives/context.hpp"
+#include "collectives/dispatch.hpp"
 #include "quant/codec.hpp"
 #include "quant/error_feedback.hpp"
 #include "strata/compression.hpp"
@@ -39,5 +40,12 @@ collectives::Steps compressed_allreduce(collectives::Context& ctx, const collect
 collectives::Steps compressed_allreduce(collectives::Context& ctx, const collectives::Group& g, float* buf,
                           std::size_t n, const Compression& c, ErrorFeedback* feedback, Shard shard,
                           ReduceOp op, int avg_divisor);
+
+// The registry's entry "compressed" (collectives/registry.hpp): a's compression, with
+// a.feedback, over g, in place in a.recv (a.send copied there first).
+collectives::Steps run_compressed(collectives::Context& ctx, const collectives::Group& g,
+                                  const collectives::CollArgs& a);
+// Installs run_compressed in the registry; idempotent, thread-safe.
+void install_compressed();
 
 }  // namespace strata::quant

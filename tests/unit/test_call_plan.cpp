@@ -62,7 +62,7 @@ TEST(CallPlan, TheTunersTrialIsInThePlanWhileTheFingerprintKeepsTheSelectorsPick
   EXPECT_TRUE(p.algorithm->supports(a.kind, a.dtype, a.count, f.world.shape()));
 }
 
-TEST(CallPlan, AlltoallAndCompressionEverywhereTakeTheirOwnRoutes) {
+TEST(CallPlan, AlltoallAndCompressionEverywhereTakeTheirOwnAlgorithms) {
   Fixture f;
   collectives::CollArgs a;
   a.kind = K::alltoall;
@@ -71,8 +71,13 @@ TEST(CallPlan, AlltoallAndCompressionEverywhereTakeTheirOwnRoutes) {
   c.compression = Compression::parse("topk:0.01+int8");
   c.compression->scope = Compression::Scope::everywhere;
   const auto p = settle_plan(f.in(), c, "allreduce #1");
-  EXPECT_EQ(p.route, CallPlan::Route::compressed);
+  EXPECT_EQ(p.route, CallPlan::Route::flat);
+  ASSERT_NE(p.algorithm, nullptr);
+  EXPECT_EQ(p.algorithm->id, collectives::AlgorithmId::compressed);
+  EXPECT_FALSE(p.tuned);
   EXPECT_EQ(p.fingerprint_id(), 0);
+  // Never chosen, nor nameable, for a plain call.
+  EXPECT_FALSE(p.algorithm->supports(c.kind, c.dtype, c.count, f.world.shape()));
 }
 
 TEST(CallPlan, AnAlgorithmThatCannotRunTheCallIsRefusedNamingIt) {
