@@ -5,8 +5,8 @@
 // matches on, and the kernel's TCP checksum is what LAN traffic gets everywhere else.
 //
 // Different regions ("striped"): src/wan's scheme. K streams, messages cut into stripes
-// handed to the least-loaded stream (wan/striping.hpp), every frame with a sequence
-// number and a CRC32C (wan/frame.hpp), cumulative acks per stream that bound each
+// handed to the least-loaded stream (link/striping.hpp), every frame with a sequence
+// number and a CRC32C (link/frame.hpp), cumulative acks per stream that bound each
 // stream's unacknowledged bytes by `window`, and a send completes once acknowledged. A
 // stream that breaks is redialled and its unacknowledged frames resent (stream_rejoin.hpp).
 // With STRATA_WAN_TLS=1 every striped stream, and every redial of one, runs in TLS

@@ -33,7 +33,7 @@ SendComm::SendComm(std::vector<Wire> streams, const LinkOptions& options, std::s
     streams_.push_back(std::move(s));
   }
   // Striped: a stream gets its next stripe only once it has written the last, so a slow
-  // stream takes fewer (the adaptive rule of wan/striping.hpp). Direct: one stream, and
+  // stream takes fewer (the adaptive rule of link/striping.hpp). Direct: one stream, and
   // queueing many frames lets small messages share a system call.
   max_unwritten_ = opt_.striped ? 1 : kBatchFrames;
   loads_.resize(streams_.size());

@@ -1,6 +1,6 @@
 // The sending half of a connection: queues isends, cuts them into frames, writes frames
 // to the streams without blocking, and (striped) retires them on acknowledgement. The
-// frames' numbering, resend queue and acknowledgements are wan/stream_core.hpp's, as in
+// frames' numbering, resend queue and acknowledgements are link/stream_core.hpp's, as in
 // libstrata's WAN link; a striped stream that breaks waits for the receiver to redial it
 // (stream_rejoin.hpp) and then resends what was not acknowledged.
 #pragma once

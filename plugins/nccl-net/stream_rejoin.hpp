@@ -4,7 +4,7 @@
 // kRejoinable), and the receiving side, on a stream that broke (error, end of stream,
 // CRC mismatch), dials it and sends a kRejoin hello naming the connection and stream.
 // The sender then resends every frame not acknowledged and the receiver drops what it
-// already had (wan/stream_core.hpp), so a cut stream costs time, not the connection.
+// already had (link/stream_core.hpp), so a cut stream costs time, not the connection.
 //
 // A refused dial means the sender's comm is gone (closed, or its process died): the
 // stream is then closed for good rather than retried. With TLS, the redialled stream runs

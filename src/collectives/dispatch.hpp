@@ -8,12 +8,9 @@
 #include <vector>
 
 #include "collectives/context.hpp"
+#include "collectives/feedback_store.hpp"
 #include "strata/compression.hpp"
 #include "strata/types.hpp"
-
-namespace strata::quant {
-class ErrorFeedback;
-}
 
 namespace strata::collectives {
 
@@ -38,9 +35,9 @@ struct CollArgs {
   // the registry before the call was queued); nullptr: the default choice.
   const Algorithm* algorithm = nullptr;
   std::shared_ptr<const Splits> splits;  // alltoall only
-  // Compressed allreduce: where the residuals of what the codec dropped are kept; null:
-  // they are lost. Carried here for the layer that owns them (quant/error_feedback.hpp).
-  quant::ErrorFeedback* feedback = nullptr;
+  // Compressed allreduce: where the residuals of what the codec dropped are kept (a
+  // quant::ErrorFeedback); null: they are lost.
+  FeedbackStore* feedback = nullptr;
 };
 
 // How a call that names no algorithm gets one. The communicator hands its selector down

@@ -165,7 +165,8 @@ collectives::Steps compressed_allreduce(Context& ctx, const Group& g, float* buf
 collectives::Steps run_compressed(Context& ctx, const Group& g, const collectives::CollArgs& a) {
   float* buf = static_cast<float*>(a.recv);
   if (a.send != a.recv && a.count) std::memcpy(buf, a.send, a.count * sizeof(float));
-  co_await compressed_allreduce(ctx, g, buf, a.count, *a.compression, a.feedback, Shard{0, a.count}, a.op, g.size());
+  co_await compressed_allreduce(ctx, g, buf, a.count, *a.compression, static_cast<ErrorFeedback*>(a.feedback),
+                                Shard{0, a.count}, a.op, g.size());
 }
 
 void install_compressed() { collectives::install(collectives::AlgorithmId::compressed, run_compressed); }

@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "collectives/feedback_store.hpp"
+
 namespace strata::quant {
 
 struct Shard {
@@ -37,7 +39,7 @@ struct Shard {
 // The checksum that ends a snapshot (ErrorFeedback::save), over its first n bytes.
 std::uint64_t snapshot_checksum(const std::byte* p, std::size_t n);
 
-class ErrorFeedback {
+class ErrorFeedback : public collectives::FeedbackStore {
  public:
   // data += the stored residual of (key, shard), if there is one. data.size() must equal
   // shard.length. Throws InvalidArgument (data untouched) on a size mismatch or a shard

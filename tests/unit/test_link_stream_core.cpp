@@ -1,4 +1,4 @@
-// The striped stream's protocol state (wan/stream_core.hpp) on its own: numbering,
+// The striped stream's protocol state (link/stream_core.hpp) on its own: numbering,
 // partial writes, cumulative acks, rewinding after a break, and the receiver's header
 // checks; then both ends over a simulated connection that breaks at random points,
 // where every frame must be delivered exactly once, in order, and every send retired.
