@@ -38,6 +38,12 @@ struct CallOptions {
   // applies where the communicator runs flat (one region, or STRATA_ALGO=flat); every
   // rank must name the same one.
   std::string algorithm;
+  // For buffers in CUDA device memory (found from the pointers, as NCCL's users pass
+  // them): the cudaStream_t the call is ordered on, null for the default stream. The call
+  // reads its input after the work enqueued on the stream before it, and work enqueued
+  // after it waits, on the device, for its results; the Work completes at the same point.
+  // Ignored for host buffers. One call's buffers are all host or all on one device.
+  void* stream = nullptr;
 };
 
 }  // namespace strata

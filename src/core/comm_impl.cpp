@@ -1,6 +1,7 @@
 #include "core/comm_impl.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "core/config.hpp"
 #include "base/log.hpp"
@@ -27,6 +28,7 @@ CommImpl::CommImpl(const Setup& s)
   log::set_rank(rank_);
   default_compression_ = settings_.compression;
   arbiter_ = s.options.arbiter;
+  cuda_driver_path_ = config::get(config::cuda_driver);
   bootstrap(s, Clock::now() + timeout_);
   configure_spin();
   engine_ = std::make_shared<Engine>(*transport_, [this](const std::exception_ptr& e) { return failures_.on_error(e); });
@@ -74,17 +76,52 @@ const Locality& CommImpl::locality(int r) const {
 
 void CommImpl::abort(const std::string& why) { failures_.abort(why); }
 
-Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o) {
+Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o, const CallBuffers& where) {
   check_usable();
   const auto timeout = o.timeout.count() > 0 ? o.timeout : timeout_;
   std::lock_guard<std::mutex> lock(issue_mu_);
   const std::uint64_t seq = next_seq_++;
-  auto work = engine_->submit([this, seq, a, timeout]() -> std::optional<Pending> {
+  // Made here, in issue order on the caller's thread: it orders the call on the
+  // caller's stream.
+  std::shared_ptr<DeviceCall> on_device;
+  if (where.where.kind == device::MemoryKind::device)
+    on_device = std::make_shared<DeviceCall>(copy_streams(where.where), a, where);
+  auto work = engine_->submit([this, seq, a, timeout, on_device]() -> std::optional<Pending> {
     check_usable();
-    run_collective(seq, a, timeout);
+    if (!on_device) {
+      run_collective(seq, a, timeout);
+      return std::nullopt;
+    }
+    const auto deadline = Clock::now() + timeout;
+    const auto wait = [&](device::Marker& m) { wait_for_copy(m, deadline, CallRouter::fingerprint(seq, a).describe()); };
+    run_collective(seq, on_device->stage_in(wait), timeout);
+    on_device->stage_out(wait);
     return std::nullopt;
   });
   return Work(work);
+}
+
+device::CopyStreams& CommImpl::copy_streams(const device::Placement& where) {
+  if (where.device == device::kEmulatedDevice) {
+    if (!emulated_copies_) emulated_copies_ = device::host_copy_streams();
+    return *emulated_copies_;
+  }
+  if (!cuda_copies_) {
+    const device::CudaDriver* d = device::driver_in_use(cuda_driver_path_);
+    if (!d) throw InvalidArgument("device buffers on rank " + std::to_string(rank_) + ": " + device::why_no_driver());
+    cuda_copies_ = device::cuda_copy_streams(*d);
+  }
+  return *cuda_copies_;
+}
+
+void CommImpl::wait_for_copy(device::Marker& m, Clock::time_point deadline, const std::string& what) {
+  while (!m.done()) {
+    check_usable();
+    if (Clock::now() > deadline)
+      throw TimeoutError(what + " on rank " + std::to_string(rank_) + ": a copy between device and host memory "
+                         "did not finish before the deadline");
+    if (!transport_->progress()) std::this_thread::yield();
+  }
 }
 
 void CommImpl::run_collective(std::uint64_t seq, const collectives::CollArgs& a, std::chrono::milliseconds timeout) {

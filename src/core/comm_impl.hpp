@@ -23,6 +23,7 @@
 #include "collectives/context.hpp"
 #include "collectives/dispatch.hpp"
 #include "core/call_router.hpp"
+#include "core/device_call.hpp"
 #include "core/engine.hpp"
 #include "core/failure_settlement.hpp"
 #include "core/fingerprint.hpp"
@@ -64,7 +65,9 @@ class CommImpl {
   std::chrono::milliseconds timeout() const { return timeout_; }
   transport::TrafficCounters traffic() const { return transport_->report().traffic(); }
 
-  Work collective(const collectives::CollArgs& a, const CallOptions& o);
+  // `where`: the placement the argument checks found (device_call.hpp); device buffers
+  // are staged through host memory around the host plan.
+  Work collective(const collectives::CollArgs& a, const CallOptions& o, const CallBuffers& where = {});
   Work point_to_point(bool is_send, void* buf, std::size_t count, DataType dt, int peer,
                       const CallOptions& o);
   void abort(const std::string& why);
@@ -92,12 +95,19 @@ class CommImpl {
   // What the online tuner learned so far (topology::Tuner::report), read between
   // collectives; empty when it is off.
   std::string tuning_report();
+  // STRATA_CUDA_DRIVER, read at creation.
+  const std::string& cuda_driver_path() const { return cuda_driver_path_; }
 
  private:
   void bootstrap(const Setup& s, transport::Clock::time_point deadline);
   // Runs call `seq` through the router; what fails is settled here.
   void run_collective(std::uint64_t seq, const collectives::CollArgs& a, std::chrono::milliseconds timeout);
   void check_usable() const { failures_.check_usable(); }
+  // The copy streams of device calls at `where`, made on first use (under issue_mu_).
+  device::CopyStreams& copy_streams(const device::Placement& where);
+  // Blocks the engine thread until a device copy is done, progressing the transport;
+  // fails like the call would (abort, deadline).
+  void wait_for_copy(device::Marker& m, transport::Clock::time_point deadline, const std::string& what);
   void configure_spin();
   void plan_levels();  // topology file, then the hierarchical plan's groups if any
   // Probes the links (or reads the cache) and builds the selector; collective.
@@ -136,6 +146,8 @@ class CommImpl {
   Compression default_compression_;      // STRATA_COMPRESS
   quant::ErrorFeedback feedback_;        // engine thread only
   std::unique_ptr<CallRouter> router_;   // runs every collective call (engine thread)
+  std::string cuda_driver_path_;
+  std::unique_ptr<device::CopyStreams> cuda_copies_, emulated_copies_;  // device calls', made on first use
 
   // Its name at the arbiter: random for a communicator made in a rendezvous, derived from
   // its parent's for one shrunk from it, so that both halves of a split claim one key.

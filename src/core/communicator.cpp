@@ -10,6 +10,8 @@
 #include "base/log.hpp"
 #include "collectives/registry.hpp"
 #include "core/comm_impl.hpp"
+#include "core/device_call.hpp"
+#include "device/memory.hpp"
 #include "core/launch_env.hpp"
 #include "core/unique_id.hpp"
 #include "quant/compression.hpp"
@@ -28,6 +30,7 @@ collectives::GroupShape shape_of(const CommImpl& c) { return c.world().shape(); 
 struct Checker {
   const char* collective;
   int rank;
+  const CommImpl* impl = nullptr;
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw InvalidArgument(std::string(collective) + " on rank " + std::to_string(rank) + ": " + msg);
@@ -60,6 +63,28 @@ struct Checker {
     if (reinterpret_cast<std::uintptr_t>(p) % dtype_size(dt) != 0)
       fail(std::string(name) + " is not aligned to its " + std::to_string(dtype_size(dt)) +
            "-byte elements");
+  }
+  // Where the call's buffers are: all host memory, or all memory of one device. sb and
+  // rb: what the call reads from send and writes to recv (0 for one it leaves alone).
+  detail::CallBuffers placed(const CallOptions& o, const void* send, std::size_t sb, const void* recv,
+                             std::size_t rb) const {
+    const std::string& path = impl->cuda_driver_path();
+    const auto ps = sb ? device::placement_of(send, path) : device::Placement{};
+    const auto pr = rb ? device::placement_of(recv, path) : device::Placement{};
+    auto where = [](const device::Placement& p) {
+      return p.kind == device::MemoryKind::host ? std::string("host memory")
+             : p.device == device::kEmulatedDevice ? std::string("emulated device memory")
+                                                   : "memory of CUDA device " + std::to_string(p.device);
+    };
+    if (sb && rb && (ps.kind != pr.kind || ps.device != pr.device))
+      fail("send is " + where(ps) + " but recv is " + where(pr) +
+           ": one call's buffers must all be host memory or all memory of one device");
+    return detail::CallBuffers{sb ? ps : pr, sb, rb, o.stream};
+  }
+  // Point to point runs on host memory only, so far.
+  void host_only(const CallOptions& o, const void* buf, std::size_t bytes) const {
+    if (placed(o, buf, bytes, nullptr, 0).where.kind != device::MemoryKind::host)
+      fail("buf is device memory; send and recv take host memory only (collectives take either)");
   }
   // CallOptions::algorithm: rules of the override grammar (topology/algorithm_rules.hpp),
   // a registered name being the simplest; the one matching this call must implement it.
@@ -109,6 +134,7 @@ Work issue_alltoall(CommImpl& impl, const Checker& c, const CallOptions& o, cons
   const std::size_t rb = span_of(splits->recv_counts, splits->recv_displs, "recv");
   c.buffer(send, sb, "send", dt);
   c.buffer(recv, rb, "recv", dt);
+  const auto placed = c.placed(o, send, sb, recv, rb);
   std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (displ, j) of recv
   for (std::size_t j = 0; j < splits->recv_counts.size(); ++j)
     if (splits->recv_counts[j]) blocks.emplace_back(splits->recv_displs[j], j);
@@ -120,7 +146,7 @@ Work issue_alltoall(CommImpl& impl, const Checker& c, const CallOptions& o, cons
   }
   collectives::CollArgs args{CollectiveKind::alltoall, send, recv, count, dt, ReduceOp::sum, 0, std::nullopt, nullptr};
   args.splits = std::move(splits);
-  return impl.collective(args, o);
+  return impl.collective(args, o, placed);
 }
 
 }  // namespace
@@ -203,13 +229,14 @@ std::vector<int> Communicator::lost_ranks() const { return impl_->lost_ranks(); 
 
 Work Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType dt,
                              ReduceOp op, const CallOptions& o) {
-  const Checker c{"allreduce", rank()};
+  const Checker c{"allreduce", rank(), impl_.get()};
   c.dtype(dt);
   c.op(op, dt);
   const auto b = c.bytes(count, dt);
   c.buffer(send, b, "send", dt);
   c.buffer(recv, b, "recv", dt);
   c.overlap(send, b, recv, b, 0, 0);
+  const auto placed = c.placed(o, send, b, recv, b);
   collectives::CollArgs args{CollectiveKind::allreduce, send, recv, count, dt, op, 0, std::nullopt,
                              c.algorithm(o, CollectiveKind::allreduce, dt, count, shape_of(*impl_))};
   Compression z = impl_->compression_for(o);
@@ -235,7 +262,7 @@ Work Communicator::allreduce(const void* send, void* recv, std::size_t count, Da
     }
     args.compression = std::move(z);
   }
-  return impl_->collective(args, o);
+  return impl_->collective(args, o, placed);
 }
 
 void Communicator::reset_residuals(const std::string& key) {
@@ -254,7 +281,7 @@ void Communicator::restore_residuals(std::span<const std::byte> saved) {
 
 Work Communicator::reduce_scatter(const void* send, void* recv, std::size_t recvcount,
                                   DataType dt, ReduceOp op, const CallOptions& o) {
-  const Checker c{"reduce_scatter", rank()};
+  const Checker c{"reduce_scatter", rank(), impl_.get()};
   c.dtype(dt);
   c.op(op, dt);
   const auto rb = c.bytes(recvcount, dt);
@@ -263,12 +290,13 @@ Work Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv
   c.buffer(recv, rb, "recv", dt);
   c.overlap(send, sb, recv, rb, -1, static_cast<std::ptrdiff_t>(rb) * rank());
   return impl_->collective({CollectiveKind::reduce_scatter, send, recv, recvcount, dt, op, 0, std::nullopt,
-                            c.algorithm(o, CollectiveKind::reduce_scatter, dt, recvcount, shape_of(*impl_))}, o);
+                            c.algorithm(o, CollectiveKind::reduce_scatter, dt, recvcount, shape_of(*impl_))}, o,
+                           c.placed(o, send, sb, recv, rb));
 }
 
 Work Communicator::allgather(const void* send, void* recv, std::size_t sendcount, DataType dt,
                              const CallOptions& o) {
-  const Checker c{"allgather", rank()};
+  const Checker c{"allgather", rank(), impl_.get()};
   c.dtype(dt);
   const auto sb = c.bytes(sendcount, dt);
   const auto rb = c.bytes(sendcount, dt, static_cast<std::size_t>(size()));
@@ -276,12 +304,13 @@ Work Communicator::allgather(const void* send, void* recv, std::size_t sendcount
   c.buffer(recv, rb, "recv", dt);
   c.overlap(send, sb, recv, rb, static_cast<std::ptrdiff_t>(sb) * rank(), -1);
   return impl_->collective({CollectiveKind::allgather, send, recv, sendcount, dt, ReduceOp::sum, 0, std::nullopt,
-                            c.algorithm(o, CollectiveKind::allgather, dt, sendcount, shape_of(*impl_))}, o);
+                            c.algorithm(o, CollectiveKind::allgather, dt, sendcount, shape_of(*impl_))}, o,
+                           c.placed(o, send, sb, recv, rb));
 }
 
 Work Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType dt,
                              int root, const CallOptions& o) {
-  const Checker c{"broadcast", rank()};
+  const Checker c{"broadcast", rank(), impl_.get()};
   c.dtype(dt);
   c.rank_arg(root, size(), "root");
   const auto b = c.bytes(count, dt);
@@ -290,12 +319,13 @@ Work Communicator::broadcast(const void* send, void* recv, std::size_t count, Da
   if (rank() == root) c.overlap(send, b, recv, b, 0, 0);
   return impl_->collective({CollectiveKind::broadcast, rank() == root ? send : recv, recv, count, dt,
                             ReduceOp::sum, root, std::nullopt,
-                            c.algorithm(o, CollectiveKind::broadcast, dt, count, shape_of(*impl_))}, o);
+                            c.algorithm(o, CollectiveKind::broadcast, dt, count, shape_of(*impl_))}, o,
+                           c.placed(o, send, rank() == root ? b : 0, recv, b));
 }
 
 Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataType dt,
                           ReduceOp op, int root, const CallOptions& o) {
-  const Checker c{"reduce", rank()};
+  const Checker c{"reduce", rank(), impl_.get()};
   c.dtype(dt);
   c.op(op, dt);
   c.rank_arg(root, size(), "root");
@@ -306,17 +336,19 @@ Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataT
     c.overlap(send, b, recv, b, 0, 0);
   }
   return impl_->collective({CollectiveKind::reduce, send, rank() == root ? recv : nullptr, count, dt,
-                            op, root, std::nullopt, c.algorithm(o, CollectiveKind::reduce, dt, count, shape_of(*impl_))}, o);
+                            op, root, std::nullopt, c.algorithm(o, CollectiveKind::reduce, dt, count, shape_of(*impl_))}, o,
+                           c.placed(o, send, b, recv, rank() == root ? b : 0));
 }
 
 Work Communicator::barrier(const CallOptions& o) {
-  const Checker c{"barrier", rank()};
+  const Checker c{"barrier", rank(), impl_.get()};
   return impl_->collective({CollectiveKind::barrier, nullptr, nullptr, 0, DataType::u8, ReduceOp::sum, 0,
-                            std::nullopt, c.algorithm(o, CollectiveKind::barrier, DataType::u8, 0, shape_of(*impl_))}, o);
+                            std::nullopt, c.algorithm(o, CollectiveKind::barrier, DataType::u8, 0, shape_of(*impl_))}, o,
+                           {});
 }
 
 Work Communicator::alltoall(const void* send, void* recv, std::size_t count, DataType dt, const CallOptions& o) {
-  const Checker c{"alltoall", rank()};
+  const Checker c{"alltoall", rank(), impl_.get()};
   c.dtype(dt);
   const auto p = static_cast<std::size_t>(size());
   c.bytes(count, dt, p);
@@ -332,7 +364,7 @@ Work Communicator::alltoallv(const void* send, std::span<const std::size_t> send
                              std::span<const std::size_t> send_displs, void* recv,
                              std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
                              DataType dt, const CallOptions& o) {
-  const Checker c{"alltoallv", rank()};
+  const Checker c{"alltoallv", rank(), impl_.get()};
   c.dtype(dt);
   const auto p = static_cast<std::size_t>(size());
   const std::pair<std::span<const std::size_t>, const char*> lists[] = {
@@ -354,18 +386,20 @@ Work Communicator::alltoallv(const void* send, std::span<const std::size_t> send
 
 Work Communicator::send(const void* buf, std::size_t count, DataType dt, int peer,
                         const CallOptions& o) {
-  const Checker c{"send", rank()};
+  const Checker c{"send", rank(), impl_.get()};
   c.dtype(dt);
   c.rank_arg(peer, size(), "peer");
   c.buffer(buf, c.bytes(count, dt), "buf");
+  c.host_only(o, buf, c.bytes(count, dt));
   return impl_->point_to_point(true, const_cast<void*>(buf), count, dt, peer, o);
 }
 
 Work Communicator::recv(void* buf, std::size_t count, DataType dt, int peer, const CallOptions& o) {
-  const Checker c{"recv", rank()};
+  const Checker c{"recv", rank(), impl_.get()};
   c.dtype(dt);
   c.rank_arg(peer, size(), "peer");
   c.buffer(buf, c.bytes(count, dt), "buf");
+  c.host_only(o, buf, c.bytes(count, dt));
   return impl_->point_to_point(false, buf, count, dt, peer, o);
 }
 

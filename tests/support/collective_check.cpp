@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "device/memory.hpp"
 #include "fork_ranks.hpp"
 #include "reference.hpp"
 
@@ -53,7 +54,8 @@ std::vector<Case> cases(int p, bool large) {
 }
 
 // Runs one case on this rank; returns a failure description or "".
-std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, const CallOptions& o) {
+std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, const CallOptions& o,
+                     Memory memory) {
   const int p = comm.size(), me = comm.rank();
   const std::size_t esz = dtype_size(c.dt);
   const bool scatter = c.kind == CollectiveKind::reduce_scatter;
@@ -83,6 +85,18 @@ std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, c
       send = recv = out.data();
     }
   }
+  // The whole of both buffers, so that a stray access by the staging shows in the tail.
+  struct Emulated {
+    const void* p = nullptr;
+    Emulated(const void* b, std::size_t n, Memory m) {
+      if (m == Memory::emulated_device && n) device::emulate(p = b, n);
+    }
+    ~Emulated() { release(); }
+    void release() {
+      if (p) device::forget(p);
+      p = nullptr;
+    }
+  } dev_in(in.data(), in.size(), memory), dev_out(out.data(), out.size(), memory);
   switch (c.kind) {
     case CollectiveKind::allreduce: comm.allreduce(send, recv, c.count, c.dt, c.op, o).wait(); break;
     case CollectiveKind::reduce_scatter: comm.reduce_scatter(send, recv, c.count, c.dt, c.op, o).wait(); break;
@@ -92,6 +106,8 @@ std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, c
     default: break;
   }
 
+  dev_in.release();  // the checks below are host code
+  dev_out.release();
   std::size_t bad = 0;
   if (c.kind == CollectiveKind::allgather) {
     for (int r = 0; r < p && c.count; ++r)
@@ -170,11 +186,11 @@ std::vector<Case> allreduce_cases(int p, bool large) {
   return out;
 }
 
-void run_all(Communicator& comm, const std::vector<Case>& all, const CallOptions& o) {
+void run_all(Communicator& comm, const std::vector<Case>& all, const CallOptions& o, Memory memory) {
   std::string failures;
   int failed = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    const std::string f = run_case(comm, all[i], i, o);
+    const std::string f = run_case(comm, all[i], i, o, memory);
     if (!f.empty() && ++failed <= 10) failures += "\n  " + f;
   }
   require(failed == 0, std::to_string(failed) + " of " + std::to_string(all.size()) +

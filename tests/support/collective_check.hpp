@@ -25,15 +25,21 @@ struct Case {
 std::vector<Case> cases(int p, bool large);
 // Only allreduce cases.
 std::vector<Case> allreduce_cases(int p, bool large);
+// Where the buffers of the collective under test live: host memory, or host memory
+// passed off as a device's (device::emulate), which takes the GPU path's staging.
+enum class Memory { host, emulated_device };
+
 // "" on success, else a description of what was wrong. `o` applies to the collective
 // under test only (e.g. CallOptions::algorithm), not to the checks around it.
-std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, const CallOptions& o = {});
+std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, const CallOptions& o = {},
+                     Memory memory = Memory::host);
 // send/recv around the ring at several sizes, then barriers; throws on corruption.
 void p2p_and_barrier(Communicator& comm);
 // Barriers with one rank arriving 30 ms late in each round: throws if any rank leaves
 // before the late one entered.
 void check_barrier(Communicator& comm, const CallOptions& o = {});
 // Runs every case; throws listing the first failures.
-void run_all(Communicator& comm, const std::vector<Case>& all, const CallOptions& o = {});
+void run_all(Communicator& comm, const std::vector<Case>& all, const CallOptions& o = {},
+             Memory memory = Memory::host);
 
 }  // namespace strata::test

@@ -1,0 +1,97 @@
+#include "device/cuda_driver.hpp"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "device/shared_library.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::device {
+
+namespace {
+
+struct Loaded {
+  CudaDriver api{};
+  bool ok = false;
+  std::string why;
+};
+
+Loaded load(const std::string& path) {
+  Loaded l;
+  SharedLibrary lib(path.empty() ? std::vector<std::string>{"libcuda.so.1", "libcuda.so"}
+                                 : std::vector<std::string>{path});
+  if (!lib.open()) {
+    l.why = "CUDA's driver library could not be opened (" + lib.why() + ")";
+    return l;
+  }
+  CudaDriver& d = l.api;
+  // The _v2 names are the current ABI of those calls (cuda.h maps the plain names to
+  // them); the default-stream flavour, not the per-thread one.
+  const bool all = lib.take(d.init, "cuInit") && lib.take(d.get_error_string, "cuGetErrorString") &&
+                   lib.take(d.pointer_get_attribute, "cuPointerGetAttribute") &&
+                   lib.take(d.ctx_get_current, "cuCtxGetCurrent") && lib.take(d.ctx_set_current, "cuCtxSetCurrent") &&
+                   lib.take(d.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2") &&
+                   lib.take(d.memcpy_htod_async, "cuMemcpyHtoDAsync_v2") &&
+                   lib.take(d.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2") &&
+                   lib.take(d.event_create, "cuEventCreate") && lib.take(d.event_record, "cuEventRecord") &&
+                   lib.take(d.event_query, "cuEventQuery") && lib.take(d.event_synchronize, "cuEventSynchronize") &&
+                   lib.take(d.event_destroy, "cuEventDestroy_v2") &&
+                   lib.take(d.stream_wait_event, "cuStreamWaitEvent") &&
+                   lib.take(d.mem_host_alloc, "cuMemHostAlloc") && lib.take(d.mem_free_host, "cuMemFreeHost") &&
+                   lib.take(d.mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2") &&
+                   lib.take(d.stream_create, "cuStreamCreate") && lib.take(d.stream_destroy, "cuStreamDestroy_v2") &&
+                   lib.take(d.stream_wait_value32, "cuStreamWaitValue32_v2") &&
+                   lib.take(d.stream_write_value32, "cuStreamWriteValue32_v2");
+  if (!all) {
+    l.why = "CUDA's driver library " + lib.name() + " lacks an entry point strata needs (" + lib.why() + ")";
+    return l;
+  }
+  if (const CuResult r = d.init(0); r != kCudaSuccess) {
+    l.why = d.describe(r, "cuInit") + " with " + lib.name() + ": no usable CUDA device or driver here";
+    return l;
+  }
+  l.ok = true;
+  return l;
+}
+
+std::once_flag once;
+Loaded* loaded = nullptr;
+std::atomic<bool> loaded_flag{false};
+
+}  // namespace
+
+std::string CudaDriver::describe(CuResult r, const char* call) const {
+  const char* s = nullptr;
+  if (get_error_string == nullptr || get_error_string(r, &s) != kCudaSuccess || s == nullptr) s = "unknown error";
+  return std::string(call) + " failed: CUDA error " + std::to_string(r) + " (" + s + ")";
+}
+
+void CudaDriver::check(CuResult r, const char* call, const std::string& what) const {
+  if (r != kCudaSuccess) throw TransportError(what + ": " + describe(r, call));
+}
+
+const CudaDriver* cuda_driver(const std::string& path) {
+  std::call_once(once, [&] {
+    loaded = new Loaded(load(path));  // lives as long as the process
+    loaded_flag.store(true, std::memory_order_release);
+  });
+  return loaded->ok ? &loaded->api : nullptr;
+}
+
+const CudaDriver* driver_in_use(const std::string& path) {
+  if (!loaded_flag.load(std::memory_order_acquire)) {
+    void* h = ::dlopen(path.empty() ? "libcuda.so.1" : path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (!h) return nullptr;
+    ::dlclose(h);  // the reference RTLD_NOLOAD took
+  }
+  return cuda_driver(path);
+}
+
+const std::string& why_no_driver() {
+  cuda_driver();
+  return loaded->why;
+}
+
+}  // namespace strata::device
