@@ -2,10 +2,13 @@
  * strata C ABI, in the shapes of NCCL's API (nccl.h) with the prefix "strata".
  *
  * Differences from NCCL, all deliberate:
- *   - There is no CUDA stream. Each collective takes a trailing strataRequest_t*: NULL
+ *   - Each collective takes a trailing strataRequest_t* instead of a CUDA stream: NULL
  *     makes the call block until the operation finished; otherwise the call returns at
  *     once with a request to pass to strataTest / strataWait and then strataRequestFree.
- *   - Buffers are host memory and must stay valid until the operation completed.
+ *   - Buffers are host memory, or CUDA device memory (found from the pointers; one call's
+ *     buffers all of one kind), and must stay valid until the operation completed. Calls
+ *     on device buffers are ordered on the stream of strataCommSetStream; send and recv
+ *     take host memory only.
  *   - Every function reports failure through its return value and never aborts the
  *     process; strataGetLastError gives the message that goes with a failed call.
  *
@@ -171,6 +174,12 @@ STRATA_API strataResult_t strataCommShrink(strataComm_t comm, const int* exclude
  * which may exceed capacity. */
 STRATA_API strataResult_t strataCommGetLostRanks(strataComm_t comm, int* ranks, int capacity,
                                                  int* count) STRATA_NOEXCEPT;
+
+/* The cudaStream_t (passed as void*) that later collectives on device buffers of comm
+ * are ordered on: each reads its input after the work enqueued on the stream before the
+ * call, and work enqueued after the call waits, on the device, for its results. NULL (the
+ * default): the default stream. Calls on host buffers ignore it. */
+STRATA_API strataResult_t strataCommSetStream(strataComm_t comm, void* stream) STRATA_NOEXCEPT;
 
 STRATA_API strataResult_t strataCommCount(const strataComm_t comm, int* count) STRATA_NOEXCEPT;
 STRATA_API strataResult_t strataCommUserRank(const strataComm_t comm,

@@ -121,6 +121,13 @@ strataResult_t strataCommGetLostRanks(strataComm_t comm, int* ranks, int capacit
   });
 }
 
+strataResult_t strataCommSetStream(strataComm_t comm, void* stream) noexcept {
+  return guarded(__func__, [&](Call& call) {
+    call.comm(comm)->set_stream(stream);
+    return strataSuccess;
+  });
+}
+
 strataResult_t strataCommCount(const strataComm_t comm, int* count) noexcept {
   return guarded(__func__, [&](Call& call) {
     auto state = call.comm(comm);

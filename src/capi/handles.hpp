@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -93,6 +94,13 @@ class CommState {
   explicit CommState(Communicator c) : comm_(std::move(c)) {}
 
   Communicator& comm() { return comm_; }
+  // What every call on this communicator runs with: the stream of strataCommSetStream.
+  CallOptions call_options() const {
+    CallOptions o;
+    o.stream = stream_.load(std::memory_order_relaxed);
+    return o;
+  }
+  void set_stream(void* s) { stream_.store(s, std::memory_order_relaxed); }
 
   void record(strataResult_t r, const char* fn, const char* what) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
@@ -167,6 +175,7 @@ class CommState {
   }
 
   Communicator comm_;
+  std::atomic<void*> stream_{nullptr};
   mutable std::mutex mu_;
   std::string last_error_;
   strataResult_t async_error_ = strataSuccess;
@@ -274,7 +283,7 @@ strataResult_t issue(const char* fn, strataComm_t comm, strataRequest_t* req,
   return guarded(fn, [&](Call& call) {
     if (req != nullptr) *req = nullptr;
     auto state = call.comm(comm);
-    Work w = start(state->comm());
+    Work w = start(state->comm(), state->call_options());
     if (req == nullptr) {
       w.wait();
       state->clear_error();

@@ -90,6 +90,7 @@ std::vector<std::pair<const char*, std::function<strataResult_t(strataComm_t)>>>
       {"strataCommGetAsyncError",
        [](strataComm_t c) { return strataCommGetAsyncError(c, &async); }},
       {"strataCommGetTraffic", [](strataComm_t c) { return strataCommGetTraffic(c, &traffic); }},
+      {"strataCommSetStream", [](strataComm_t c) { return strataCommSetStream(c, nullptr); }},
       {"strataAllReduce",
        [](strataComm_t c) {
          return strataAllReduce(buf, buf, 4, strataFloat, strataSum, c, nullptr);

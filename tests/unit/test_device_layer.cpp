@@ -18,6 +18,7 @@
 #include "device/nccl_library.hpp"
 #include "device/shared_library.hpp"
 #include "fork_ranks.hpp"
+#include "strata/strata.h"
 #include "strata/strata.hpp"
 
 namespace strata {
@@ -153,6 +154,30 @@ TEST_F(DeviceArguments, DeviceBuffersGoThroughTheStaging) {
   device::forget(in.data());
   device::forget(out.data());
   EXPECT_EQ(out, in);
+}
+
+TEST(DeviceCApi, DeviceBuffersTakeTheCommunicatorsStream) {
+  strataUniqueId id;
+  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess);
+  strataComm_t comm = nullptr;
+  ASSERT_EQ(strataCommInitRank(&comm, 1, id, 0), strataSuccess) << strataGetLastError(nullptr);
+  // The emulation has no stream to order on; the stream is kept and the call staged.
+  int stream_stand_in = 0;
+  ASSERT_EQ(strataCommSetStream(comm, &stream_stand_in), strataSuccess);
+  std::vector<double> in(37), out(37, -1.0);
+  std::iota(in.begin(), in.end(), -5.0);
+  device::emulate(in.data(), in.size() * sizeof(double));
+  device::emulate(out.data(), out.size() * sizeof(double));
+  EXPECT_EQ(strataAllReduce(in.data(), out.data(), in.size(), strataDouble, strataSum, comm, nullptr), strataSuccess)
+      << strataGetLastError(nullptr);
+  std::vector<double> host(37);
+  EXPECT_EQ(strataAllReduce(in.data(), host.data(), in.size(), strataDouble, strataSum, comm, nullptr),
+            strataInvalidArgument);
+  EXPECT_NE(std::string(strataGetLastError(nullptr)).find("host memory"), std::string::npos);
+  device::forget(in.data());
+  device::forget(out.data());
+  EXPECT_EQ(out, in);
+  EXPECT_EQ(strataCommDestroy(comm), strataSuccess);
 }
 
 }  // namespace
