@@ -1,6 +1,7 @@
 #include "device/cuda_driver.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <atomic>
 #include <mutex>
@@ -80,10 +81,36 @@ const CudaDriver* cuda_driver(const std::string& path) {
   return loaded->ok ? &loaded->api : nullptr;
 }
 
+namespace {
+
+// How many objects the process has loaded so far (glibc counts every load), read at the
+// cost of one call into the loader.
+unsigned long long loads_so_far() {
+  unsigned long long adds = 0;
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        *static_cast<unsigned long long*>(out) = info->dlpi_adds;
+        return 1;
+      },
+      &adds);
+  return adds;
+}
+
+// Asking the loader by name (RTLD_NOLOAD) costs ~20 us of file system calls, too much
+// for every collective: it is asked again only after something new was loaded.
+std::atomic<unsigned long long> loads_when_absent{~0ull};
+
+}  // namespace
+
 const CudaDriver* driver_in_use(const std::string& path) {
   if (!loaded_flag.load(std::memory_order_acquire)) {
+    const unsigned long long loads = loads_so_far();
+    if (loads == loads_when_absent.load(std::memory_order_relaxed)) return nullptr;
     void* h = ::dlopen(path.empty() ? "libcuda.so.1" : path.c_str(), RTLD_NOW | RTLD_NOLOAD);
-    if (!h) return nullptr;
+    if (!h) {
+      loads_when_absent.store(loads, std::memory_order_relaxed);
+      return nullptr;
+    }
     ::dlclose(h);  // the reference RTLD_NOLOAD took
   }
   return cuda_driver(path);

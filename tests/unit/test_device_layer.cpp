@@ -39,6 +39,20 @@ TEST(DeviceLayer, NoDriverMeansHostMemoryWithoutLoadingIt) {
   EXPECT_EQ(::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), nullptr);
 }
 
+TEST(DeviceLayer, ADriverLoadedLaterIsNoticed) {
+  std::vector<float> v(16);
+  EXPECT_EQ(device::driver_in_use(), nullptr);
+  // The toolkit's stub driver (soname libcuda.so.1) stands in for the one a framework
+  // would load after the communicator was made.
+  const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (::access(stub.c_str(), R_OK) != 0) GTEST_SKIP() << "no CUDA toolkit stub driver at " << stub;
+  ASSERT_NE(::dlopen(stub.c_str(), RTLD_NOW | RTLD_LOCAL), nullptr);
+  // Found and opened now; the stub then fails cuInit, so memory is still the host's.
+  EXPECT_EQ(device::driver_in_use(), nullptr);
+  EXPECT_NE(device::why_no_driver().find("cuInit failed"), std::string::npos) << device::why_no_driver();
+  EXPECT_EQ(device::placement_of(v.data()).kind, device::MemoryKind::host);
+}
+
 TEST(DeviceLayer, ADriverThatCannotInitialiseSaysSo) {
   // CUDA's toolkit ships a stub driver that links but answers every call with an error,
   // as a machine with the toolkit and no GPU does.
