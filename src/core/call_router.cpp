@@ -1,6 +1,7 @@
 #include "core/call_router.hpp"
 
 #include <cstring>
+#include <stdexcept>
 
 #include "base/log.hpp"
 #include "collectives/alltoall.hpp"
@@ -60,7 +61,7 @@ Fingerprint CallRouter::fingerprint(std::uint64_t seq, const collectives::CollAr
 }
 
 void CallRouter::run(Fingerprint fp, const collectives::CollArgs& a, Clock::time_point deadline,
-                     std::string& absent) {
+                     std::string& absent, const hierarchy::CallEngines* device) {
   const std::string what = fp.describe();
   const int rank = p_.transport->rank(), size = p_.size;
   collectives::Context::Params params;
@@ -109,7 +110,7 @@ void CallRouter::run(Fingerprint fp, const collectives::CollArgs& a, Clock::time
       ctx.finish({fp_send, fp_recv});
       params.guard(false);
     };
-    run_plan(ctx, plan, fp, a, checked);
+    run_plan(ctx, plan, fp, a, checked, device);
     if (size > 1) {
       checked();
       // A broadcast's root can finish on its own sends while a rank further on called
@@ -129,8 +130,15 @@ void CallRouter::run(Fingerprint fp, const collectives::CollArgs& a, Clock::time
 }
 
 void CallRouter::run_plan(collectives::Context& ctx, const CallPlan& plan, const Fingerprint& fp,
-                          const collectives::CollArgs& a, const std::function<void()>& checked) {
+                          const collectives::CollArgs& a, const std::function<void()>& checked,
+                          const hierarchy::CallEngines* device) {
   const auto& world = *p_.plan.world;
+  if (device) {
+    if (plan.route != CallPlan::Route::hierarchical)
+      throw std::logic_error(ctx.what() + ": device engines for a call the hierarchical plan does not run");
+    ctx.run(hierarchy::run_on_device(ctx, *p_.plan.levels, a, *device));
+    return;
+  }
   switch (plan.route) {
     case CallPlan::Route::pairwise:
       ctx.run(collectives::alltoall(ctx, world, a));

@@ -34,12 +34,14 @@ class CallRouter {
 
   // Runs the call whose fingerprint (less the algorithm) is `fp`. On failure rethrows
   // with `absent` saying, when it is so, that the previous rank never started the call.
+  // `device`: a device call's engines, for a call the hierarchical plan runs on device
+  // memory (hierarchy::plan_runs_on_device); null: the plan's own, on host memory.
   void run(Fingerprint fp, const collectives::CollArgs& a, transport::Clock::time_point deadline,
-           std::string& absent);
+           std::string& absent, const hierarchy::CallEngines* device = nullptr);
 
  private:
   void run_plan(collectives::Context& ctx, const CallPlan& plan, const Fingerprint& fp, const collectives::CollArgs& a,
-                const std::function<void()>& checked);
+                const std::function<void()>& checked, const hierarchy::CallEngines* device);
   // Every rank but the root tells the root it passed its check of the call; the root waits.
   void confirm_to_root(collectives::Context& ctx, int root);
 

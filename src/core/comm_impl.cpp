@@ -6,6 +6,7 @@
 #include "core/config.hpp"
 #include "base/log.hpp"
 #include "collectives/ps_protocol.hpp"
+#include "hierarchy/hierarchical.hpp"
 #include "strata/errors.hpp"
 #include "transport/tags.hpp"
 
@@ -29,6 +30,7 @@ CommImpl::CommImpl(const Setup& s)
   default_compression_ = settings_.compression;
   arbiter_ = s.options.arbiter;
   cuda_driver_path_ = config::get(config::cuda_driver);
+  nccl_library_path_ = config::get(config::nccl_library);
   bootstrap(s, Clock::now() + timeout_);
   configure_spin();
   engine_ = std::make_shared<Engine>(*transport_, [this](const std::exception_ptr& e) { return failures_.on_error(e); });
@@ -84,9 +86,15 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o, 
   // Made here, in issue order on the caller's thread: it orders the call on the
   // caller's stream.
   std::shared_ptr<DeviceCall> on_device;
-  if (where.where.kind == device::MemoryKind::device)
+  if (where.where.kind == device::MemoryKind::device) {
+    if (plan_ && hierarchy::plan_runs_on_device(*plan_, a) && where.where.device != device::kEmulatedDevice &&
+        !device::nccl_library(nccl_library_path_))
+      throw InvalidArgument(std::string(to_string(a.kind)) + " on rank " + std::to_string(rank_) +
+                            ": device buffers: the levels inside a region run on NCCL, which is missing: " +
+                            device::why_no_nccl());
     on_device = std::make_shared<DeviceCall>(copy_streams(where.where), a, where);
-  auto work = engine_->submit([this, seq, a, timeout, on_device]() -> std::optional<Pending> {
+  }
+  auto work = engine_->submit([this, seq, a, timeout, on_device, where]() -> std::optional<Pending> {
     check_usable();
     if (!on_device) {
       run_collective(seq, a, timeout);
@@ -94,8 +102,19 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o, 
     }
     const auto deadline = Clock::now() + timeout;
     const auto wait = [&](device::Marker& m) { wait_for_copy(m, deadline, CallRouter::fingerprint(seq, a).describe()); };
-    run_collective(seq, on_device->stage_in(wait), timeout);
-    on_device->stage_out(wait);
+    try {
+      if (plan_ && hierarchy::plan_runs_on_device(*plan_, a)) {
+        const auto engines = hierarchy::device_engines(*plan_, on_device->copies(), nccl_comms(where.where));
+        run_collective(seq, a, timeout, engines.get());
+      } else {
+        run_collective(seq, on_device->stage_in(wait), timeout);
+      }
+      on_device->finish(wait);
+    } catch (...) {
+      // NCCL's kernels may wait for a peer that is gone: stop them, not hang the device.
+      if (nccl_) nccl_->abort();
+      throw;
+    }
     return std::nullopt;
   });
   return Work(work);
@@ -124,11 +143,21 @@ void CommImpl::wait_for_copy(device::Marker& m, Clock::time_point deadline, cons
   }
 }
 
-void CommImpl::run_collective(std::uint64_t seq, const collectives::CollArgs& a, std::chrono::milliseconds timeout) {
+hierarchy::NcclComms* CommImpl::nccl_comms(const device::Placement& where) {
+  if (where.device == device::kEmulatedDevice) return nullptr;  // the host engine stands in
+  if (!nccl_) {
+    // Found when the call was issued (CommImpl::collective).
+    nccl_ = std::make_unique<hierarchy::NcclComms>(*device::nccl_library(nccl_library_path_));
+  }
+  return nccl_.get();
+}
+
+void CommImpl::run_collective(std::uint64_t seq, const collectives::CollArgs& a, std::chrono::milliseconds timeout,
+                              const hierarchy::CallEngines* device) {
   const auto fp = CallRouter::fingerprint(seq, a);
   std::string absent;
   try {
-    router_->run(fp, a, Clock::now() + timeout, absent);
+    router_->run(fp, a, Clock::now() + timeout, absent, device);
   } catch (...) {
     std::rethrow_exception(
         failures_.settle(fp.describe() + " on rank " + std::to_string(rank_), seq, std::current_exception(), absent));

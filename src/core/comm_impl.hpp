@@ -29,6 +29,7 @@
 #include "core/fingerprint.hpp"
 #include "core/settings_check.hpp"
 #include "core/world_join.hpp"
+#include "hierarchy/device_engines.hpp"
 #include "hierarchy/plan.hpp"
 #include "quant/error_feedback.hpp"
 #include "strata/communicator.hpp"
@@ -101,7 +102,12 @@ class CommImpl {
  private:
   void bootstrap(const Setup& s, transport::Clock::time_point deadline);
   // Runs call `seq` through the router; what fails is settled here.
-  void run_collective(std::uint64_t seq, const collectives::CollArgs& a, std::chrono::milliseconds timeout);
+  // `device`: a device call's engines (CallRouter::run).
+  void run_collective(std::uint64_t seq, const collectives::CollArgs& a, std::chrono::milliseconds timeout,
+                      const hierarchy::CallEngines* device = nullptr);
+  // The NCCL communicators of device calls at `where` (null for emulated device memory,
+  // whose levels inside a region run on the host engine); engine thread.
+  hierarchy::NcclComms* nccl_comms(const device::Placement& where);
   void check_usable() const { failures_.check_usable(); }
   // The copy streams of device calls at `where`, made on first use (under issue_mu_).
   device::CopyStreams& copy_streams(const device::Placement& where);
@@ -146,7 +152,8 @@ class CommImpl {
   Compression default_compression_;      // STRATA_COMPRESS
   quant::ErrorFeedback feedback_;        // engine thread only
   std::unique_ptr<CallRouter> router_;   // runs every collective call (engine thread)
-  std::string cuda_driver_path_;
+  std::string cuda_driver_path_, nccl_library_path_;  // STRATA_CUDA_DRIVER, STRATA_NCCL_LIBRARY
+  std::unique_ptr<hierarchy::NcclComms> nccl_;  // engine thread; made by the first device call on a plan
   std::unique_ptr<device::CopyStreams> cuda_copies_, emulated_copies_;  // device calls', made on first use
 
   // Its name at the arbiter: random for a communicator made in a rendezvous, derived from

@@ -50,8 +50,8 @@ collectives::CollArgs DeviceCall::stage_in(const Wait& wait) {
   return h;
 }
 
-void DeviceCall::stage_out(const Wait& wait) {
-  if (buffers_.recv_bytes) copies_->to_device(args_.recv, host_recv_, buffers_.recv_bytes);
+void DeviceCall::finish(const Wait& wait) {
+  if (host_recv_) copies_->to_device(args_.recv, host_recv_, buffers_.recv_bytes);
   auto done = copies_->mark();
   copies_->release_caller(false);
   wait(*done);

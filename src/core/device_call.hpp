@@ -1,9 +1,11 @@
-// A collective on device buffers. Today the call is staged whole: its input is copied
-// into page-locked host memory, the host plan runs there exactly as for host buffers,
-// and its output is copied back, all on the communicator's copy stream ordered after the
-// caller's stream, which in turn waits (on the device) for the call to end. The GPU
-// levels (NCCL inside a region, only the shard staged across it) replace the middle of
-// this for the collectives they cover; what they do not cover keeps this path.
+// A collective on device buffers, on the communicator's copy stream, ordered after the
+// caller's stream, which in turn waits (on the device) for the call to end. Two ways:
+// where the hierarchical plan runs the call on the device (hierarchy::plan_runs_on_device:
+// split rail's allreduce), its levels inside a region run on NCCL and only each
+// segment's shard is staged through host memory across regions (hierarchy/
+// device_engines.hpp); any other call is staged whole: its input copied into page-locked
+// host memory, the host plan run there exactly as for host buffers, its output copied
+// back.
 #pragma once
 
 #include <chrono>
@@ -33,10 +35,13 @@ class DeviceCall {
   // Engine thread. `wait` blocks until the marker is done or the call's deadline passed
   // (it progresses the transport meanwhile and throws what the call fails with).
   using Wait = std::function<void(device::Marker&)>;
-  // The same call on staging memory; send is copied in.
+  // Staged whole: the same call on staging memory; send is copied in.
   collectives::CollArgs stage_in(const Wait& wait);
-  // Copies recv back and releases the caller's stream; returns when the copy is done.
-  void stage_out(const Wait& wait);
+  // The call's copies, for the device plan's engines.
+  device::CopyStream& copies() { return *copies_; }
+  // Copies recv back where the call was staged whole, and releases the caller's stream;
+  // returns when the last copy is done.
+  void finish(const Wait& wait);
 
  private:
   std::unique_ptr<device::CopyStream> copies_;

@@ -32,8 +32,8 @@ struct CudaLane {
   CuDevicePtr flag_dev = 0;
   std::uint32_t issued = 0;       // the last call number handed out, under mu
   std::mutex mu;
-  void* staging[2] = {nullptr, nullptr};
-  std::size_t staging_bytes[2] = {0, 0};
+  void* staging[CopyStream::kStagingSlots] = {};
+  std::size_t staging_bytes[CopyStream::kStagingSlots] = {};
 };
 
 class CudaMarker final : public Marker {
@@ -69,6 +69,16 @@ class CudaCall final : public CopyStream {
     if (!bytes) return;
     enter();
     d_.check(d_.memcpy_htod_async(dptr(dev), host, bytes, lane_.stream), "cuMemcpyHtoDAsync", "staging to the device");
+  }
+  void within_device(void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    enter();
+    d_.check(d_.memcpy_dtod_async(dptr(dst), dptr(src), bytes, lane_.stream), "cuMemcpyDtoDAsync",
+             "a copy within device memory");
+  }
+  CuStream device_stream() override {
+    enter();
+    return lane_.stream;
   }
   std::shared_ptr<Marker> mark() override {
     enter();
@@ -235,9 +245,11 @@ class HostCall final : public CopyStream {
   HostCall(std::shared_ptr<HostEngine> e, std::vector<char>* staging) : engine_(std::move(e)), staging_(staging) {}
   void to_host(void* host, const void* dev, std::size_t bytes) override { copy(host, dev, bytes); }
   void to_device(void* dev, const void* host, std::size_t bytes) override { copy(dev, host, bytes); }
+  void within_device(void* dst, const void* src, std::size_t bytes) override { copy(dst, src, bytes); }
   std::shared_ptr<Marker> mark() override { return std::make_shared<HostMarker>(engine_, engine_->enqueued()); }
+  CuStream device_stream() override { return nullptr; }
   void* staging(int slot, std::size_t bytes) override {
-    auto& s = staging_[slot];
+    auto& s = staging_[static_cast<std::size_t>(slot)];
     if (s.size() < bytes) s.resize(std::max(bytes, s.size() * 2));
     return s.data();
   }
@@ -260,7 +272,7 @@ class HostStreams final : public CopyStreams {
 
  private:
   std::shared_ptr<HostEngine> engine_ = std::make_shared<HostEngine>();
-  std::vector<char> staging_[2];
+  std::vector<char> staging_[CopyStream::kStagingSlots];
 };
 
 }  // namespace

@@ -29,11 +29,16 @@ class CopyStream {
   virtual ~CopyStream() = default;
   virtual void to_host(void* host, const void* dev, std::size_t bytes) = 0;
   virtual void to_device(void* dev, const void* host, std::size_t bytes) = 0;
+  virtual void within_device(void* dst, const void* src, std::size_t bytes) = 0;
   virtual std::shared_ptr<Marker> mark() = 0;
+  // The stream the copies go on, for device work that must be ordered with them (NCCL's
+  // collectives), with the buffers' context current; null in the emulation.
+  virtual CuStream device_stream() = 0;
   // Page-locked host memory (the only kind the copy engines read and write while the
-  // host goes on) in `slot` (0 or 1), kept by the communicator for later calls: valid
-  // until the next staging() of the same slot, which finds the copies of earlier calls
-  // done since a call ends only when its last copy did.
+  // host goes on) in `slot` (below kStagingSlots), kept by the communicator for later
+  // calls: valid until the next staging() of the same slot, which finds the copies of
+  // earlier calls done since a call ends only when its last copy did.
+  static constexpr int kStagingSlots = 8;
   virtual void* staging(int slot, std::size_t bytes) = 0;
   // The caller's stream waits, on the device, until release_caller(): work the caller
   // enqueues after the collective sees its results, and the call's first copy waits for

@@ -54,4 +54,16 @@ collectives::Steps run_hierarchical(collectives::Context& ctx, const Plan& plan,
   }
 }
 
+bool plan_runs_on_device(const Plan& plan, const collectives::CollArgs& a) {
+  return plan.kind == Plan::Kind::split_rail && a.kind == CollectiveKind::allreduce &&
+         !(a.compression && a.compression->lossy());
+}
+
+collectives::Steps run_on_device(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                                 const CallEngines& engines) {
+  if (!plan_runs_on_device(plan, a))
+    throw std::logic_error(std::string("the device plan does not run ") + to_string(a.kind));
+  return split_rail_allreduce(ctx, plan, a, &engines);
+}
+
 }  // namespace strata::hierarchy

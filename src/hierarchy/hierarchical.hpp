@@ -17,11 +17,20 @@ bool plan_runs(const Plan& plan, CollectiveKind kind);
 // shards this rank sends there.
 collectives::Steps run_hierarchical(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
                                     quant::ErrorFeedback* feedback);
+// Whether the plan runs this call on device memory, with a device call's engines
+// (run_on_device); the others are staged whole through host memory.
+bool plan_runs_on_device(const Plan& plan, const collectives::CollArgs& a);
+// `engines` must outlive the steps.
+collectives::Steps run_on_device(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                                 const CallEngines& engines);
 
 // Split rail (uniform layouts). Allreduce cuts the vector into STRATA_SEGMENT_BYTES
 // segments and overlaps one segment's cross-region stage with the next one's
 // reduce-scatter inside the region.
-collectives::Steps split_rail_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+// `engines`: a device call's (kept alive by the caller until the steps end); null: the
+// plan's own, on host memory.
+collectives::Steps split_rail_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                                        const CallEngines* engines = nullptr);
 collectives::Steps split_rail_compressed_allreduce(collectives::Context& ctx, const Plan& plan,
                                      const collectives::CollArgs& a, quant::ErrorFeedback* feedback);
 collectives::Steps split_rail_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);

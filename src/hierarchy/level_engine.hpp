@@ -48,4 +48,19 @@ class LevelEngine {
 // The host's: the flat algorithms over the transport.
 const LevelEngine& host_engine();
 
+// What one call runs its levels with, indexed like Plan::levels, and the memory its
+// buffers are in: the plan's own engines on host memory, or a device call's (NCCL inside
+// the region, the region level staged through host memory: core/device_call.cpp).
+class CallEngines {
+ public:
+  virtual ~CallEngines() = default;
+  virtual const LevelEngine& level(int i) const = 0;
+  // A copy between distinct ranges of the call's buffers, ordered before whatever the
+  // engines do next.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) const = 0;
+  // Device memory: the host touches no byte of the buffers itself (no latency path,
+  // whose averaging runs on the host), only the engines do.
+  virtual bool on_device() const = 0;
+};
+
 }  // namespace strata::hierarchy

@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <set>
 
+#include "collectives/algorithms.hpp"
 #include "strata/errors.hpp"
 #include "topology/algorithm_rules.hpp"
 
 namespace strata::hierarchy {
+
+void PlanEngines::copy(void* dst, const void* src, std::size_t bytes) const {
+  collectives::copy_if_distinct(dst, src, bytes);
+}
 
 int Plan::position(int level, int r) const {
   const auto& lg = levels[static_cast<std::size_t>(level)];

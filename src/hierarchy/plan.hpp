@@ -60,6 +60,18 @@ struct Plan {
   std::string describe() const;  // one line for logs
 };
 
+// A plan's own engines, on host memory.
+class PlanEngines final : public CallEngines {
+ public:
+  explicit PlanEngines(const Plan& p) : plan_(p) {}
+  const LevelEngine& level(int i) const override { return plan_.engine(i); }
+  void copy(void* dst, const void* src, std::size_t bytes) const override;
+  bool on_device() const override { return false; }
+
+ private:
+  const Plan& plan_;
+};
+
 // STRATA_ALGO as the hierarchy sees it: the plan word among its rules (auto when none);
 // throws InvalidArgument naming STRATA_ALGO and the token that does not parse.
 enum class Choice { automatic, hierarchical, flat };

@@ -66,19 +66,22 @@ struct Stage {
 
 }  // namespace
 
-Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, const CallEngines* call_engines) {
+  // In the coroutine's frame: a reference parameter to a temporary would outlive it.
+  const PlanEngines own(plan);
+  const CallEngines& engines = call_engines ? *call_engines : own;
   const std::size_t esz = dtype_size(a.dtype);
   const ReduceOp partial = a.op == ReduceOp::avg ? ReduceOp::sum : a.op;
   const int avg_div = a.op == ReduceOp::avg ? plan.world_size : 0;
   char* out = static_cast<char*>(a.recv);
   const int depth = plan.depth();
 
-  if (latency_path(plan, CollectiveKind::allreduce, a.count * esz)) {
+  if (!engines.on_device() && latency_path(plan, CollectiveKind::allreduce, a.count * esz)) {
     // Latency first: a log(p)-step allreduce per level, every rank ending with the same bits.
     const void* src = a.send;
     for (int i = 0; i < depth; ++i) {
       const CollArgs level{CollectiveKind::allreduce, src, out, a.count, a.dtype, partial, 0, {}};
-      co_await plan.engine(i).collective(ctx, plan.mine[static_cast<std::size_t>(i)], level);
+      co_await engines.level(i).collective(ctx, plan.mine[static_cast<std::size_t>(i)], level);
       src = out;
     }
     if (avg_div) kernels::finish_avg(a.dtype, out, a.count, avg_div);
@@ -107,7 +110,7 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     in_flight.pop_front();
     for (int i = depth - 2; i >= 0; --i) {
       const Range& r = ranges[s][static_cast<std::size_t>(i)];
-      co_await plan.engine(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n,
+      co_await engines.level(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n,
                                                   a.dtype);
     }
   };
@@ -117,15 +120,15 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a) {
     const char* src = static_cast<const char*>(a.send);
     for (int i = 0; i + 1 < depth; ++i) {
       const Range& r = ranges[s][static_cast<std::size_t>(i)];
-      co_await plan.engine(i).reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * esz,
+      co_await engines.level(i).reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], src + r.off * esz,
                                                        out + r.off * esz, r.n, a.dtype, partial);
       src = out;
     }
     const Range& shard = ranges[s][static_cast<std::size_t>(depth - 1)];
-    if (depth == 1) copy_if_distinct(out + shard.off * esz, src + shard.off * esz, shard.n * esz);
+    if (depth == 1) engines.copy(out + shard.off * esz, src + shard.off * esz, shard.n * esz);
     // At most kInFlight + 1 stages are in flight at once: as many lanes of scratch.
     auto stage = std::make_unique<Stage>(Stage{ctx.lane(s % (kInFlight + 1)), {}});
-    stage->steps = plan.engine(depth - 1).allreduce_pieces(stage->ctx, top, out + shard.off * esz, shard.n, a.dtype,
+    stage->steps = engines.level(depth - 1).allreduce_pieces(stage->ctx, top, out + shard.off * esz, shard.n, a.dtype,
                                                            partial, transport::stage_channel(s), avg_div);
     ctx.start(stage->steps);
     in_flight.push_back(std::move(stage));

@@ -29,6 +29,9 @@ enum class Channel : std::uint8_t {
   // every rank's word to a broadcast's or reduce's root that it passed its fingerprint
   // check (core/comm_impl.cpp)
   confirm = 8,
+  // a group's NCCL unique id, from its first member to the others, when the group's NCCL
+  // communicator is made (hierarchy/nccl_engine.cpp)
+  nccl_id = 9,
   stage0 = 16,      // first of kStageChannels: one per pipeline segment in flight
 };
 

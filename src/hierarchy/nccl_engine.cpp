@@ -1,0 +1,133 @@
+// A level inside a region on NCCL. Pieces follow collectives::piece_begin: where they are
+// all equal, one ncclReduceScatter / ncclAllGather in place; otherwise one ncclReduce or
+// ncclBroadcast per piece, rooted at its owner, in one NCCL group.
+#include <stdexcept>
+#include <string>
+
+#include "collectives/patterns.hpp"
+#include "hierarchy/device_engines.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::hierarchy {
+
+using collectives::Channel;
+using collectives::CollArgs;
+using collectives::Context;
+using collectives::Group;
+using collectives::Steps;
+
+NcclComms::~NcclComms() {
+  for (auto& [ranks, c] : comms_) nccl_.comm_destroy(c);
+}
+
+void NcclComms::abort() {
+  for (auto& [ranks, c] : comms_) nccl_.comm_abort(c);
+  comms_.clear();
+}
+
+device::NcclComm NcclComms::get(const Group& g) const {
+  const auto it = comms_.find(g.ranks);
+  if (it == comms_.end()) throw std::logic_error("no NCCL communicator for a group that ensure() did not make");
+  return it->second;
+}
+
+Steps NcclComms::ensure(Context& ctx, const Group& g) {
+  if (comms_.count(g.ranks)) co_return;
+  device::NcclUniqueId id{};
+  const std::string what = ctx.what() + ": the NCCL communicator of ranks " + std::to_string(g.rank(0)) + ".." +
+                           std::to_string(g.rank(g.size() - 1));
+  if (g.me == 0) {
+    nccl_.check(nccl_.get_unique_id(&id), "ncclGetUniqueId", what);
+    std::vector<collectives::RequestPtr> sends;
+    for (int m = 1; m < g.size(); ++m) sends.push_back(ctx.send(g.rank(m), Channel::nccl_id, &id, sizeof id));
+    co_await ctx.wait_all(std::move(sends));
+  } else {
+    auto r = ctx.recv(g.rank(0), Channel::nccl_id, &id, sizeof id);
+    co_await ctx.wait(r);
+    ctx.expect_bytes(r, sizeof id);
+  }
+  device::NcclComm c = nullptr;
+  // Blocks until every member arrives; they all are on their way to this same point.
+  nccl_.check(nccl_.comm_init_rank(&c, g.size(), id, g.me), "ncclCommInitRank", what);
+  comms_.emplace(g.ranks, c);
+}
+
+namespace {
+
+class NcclEngine final : public LevelEngine {
+ public:
+  NcclEngine(NcclComms& comms, device::CopyStream& copies) : comms_(comms), copies_(copies) {}
+  const char* name() const override { return "nccl"; }
+
+  Steps collective(Context&, const Group&, const CollArgs&) const override {
+    throw std::logic_error("the NCCL engine runs pieces only: device plans take no latency path");
+  }
+
+  Steps reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv, std::size_t n, DataType dt,
+                              ReduceOp op) const override {
+    co_await comms_.ensure(ctx, g);
+    const auto& nccl = comms_.nccl();
+    const auto comm = comms_.get(g);
+    const auto stream = copies_.device_stream();
+    const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
+    const auto* s = static_cast<const char*>(send);
+    auto* r = static_cast<char*>(recv);
+    const int ndt = device::nccl_dtype(dt), nop = device::nccl_op(op);
+    if (n % parts == 0) {
+      const std::size_t k = n / parts;
+      // NCCL's in place is recv == send + me*k: our piece of recv is where it lands.
+      nccl.check(nccl.reduce_scatter(s, r + static_cast<std::size_t>(g.me) * k * esz, k, ndt, nop, comm, stream),
+                 "ncclReduceScatter", ctx.what());
+      co_return;
+    }
+    nccl.check(nccl.group_start(), "ncclGroupStart", ctx.what());
+    for (std::size_t m = 0; m < parts; ++m) {
+      const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
+      nccl.check(nccl.reduce(s + b, r + b, len, ndt, nop, static_cast<int>(m), comm, stream), "ncclReduce",
+                 ctx.what());
+    }
+    nccl.check(nccl.group_end(), "ncclGroupEnd", ctx.what());
+  }
+
+  Steps allgather_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt) const override {
+    co_await comms_.ensure(ctx, g);
+    const auto& nccl = comms_.nccl();
+    const auto comm = comms_.get(g);
+    const auto stream = copies_.device_stream();
+    const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
+    auto* p = static_cast<char*>(buf);
+    const int ndt = device::nccl_dtype(dt);
+    if (n % parts == 0) {
+      const std::size_t k = n / parts;
+      nccl.check(nccl.all_gather(p + static_cast<std::size_t>(g.me) * k * esz, p, k, ndt, comm, stream),
+                 "ncclAllGather", ctx.what());
+      co_return;
+    }
+    nccl.check(nccl.group_start(), "ncclGroupStart", ctx.what());
+    for (std::size_t m = 0; m < parts; ++m) {
+      const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
+      nccl.check(nccl.broadcast(p + b, p + b, len, ndt, static_cast<int>(m), comm, stream), "ncclBroadcast",
+                 ctx.what());
+    }
+    nccl.check(nccl.group_end(), "ncclGroupEnd", ctx.what());
+  }
+
+  Steps allreduce_pieces(Context&, const Group&, void*, std::size_t, DataType, ReduceOp, Channel, int) const override {
+    throw std::logic_error("the NCCL engine does not run the region level: device plans stage it");
+  }
+  Steps scatter_pieces(Context&, const Group&, const char*, char*, std::size_t, DataType, int) const override {
+    throw std::logic_error("the NCCL engine does not scatter: device plans run allreduce only");
+  }
+
+ private:
+  NcclComms& comms_;
+  device::CopyStream& copies_;
+};
+
+}  // namespace
+
+std::unique_ptr<LevelEngine> nccl_engine(NcclComms& comms, device::CopyStream& copies) {
+  return std::make_unique<NcclEngine>(comms, copies);
+}
+
+}  // namespace strata::hierarchy
