@@ -40,6 +40,11 @@ struct TrafficStats {
                                           // acknowledgements and resends
   std::uint64_t wan_bytes_received = 0;   // message payload received over the WAN link
   std::uint64_t wan_bytes_resent = 0;     // payload written again after a stream broke
+  // Collectives on device buffers: bytes copied from device to page-locked host memory
+  // and back (the shard of each segment where the device plan runs, the whole buffers
+  // where the call is staged whole).
+  std::uint64_t device_to_host_bytes = 0;
+  std::uint64_t host_to_device_bytes = 0;
 };
 
 // Opaque bootstrap address in the shape of ncclUniqueId: created once (by the rank that

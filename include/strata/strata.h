@@ -192,8 +192,8 @@ STRATA_API strataResult_t strataCommGetAsyncError(strataComm_t comm,
                                                   strataResult_t* asyncError) STRATA_NOEXCEPT;
 
 /* Bytes this rank moved over the inter-region (WAN) link, cumulative since comm was
- * created; other ranks' figures are not included. All zero when comm does not span
- * regions or STRATA_WAN_LINK=0. Start from STRATA_TRAFFIC_STATS_INITIALIZER: size lets a
+ * created; other ranks' figures are not included. The WAN fields are zero when comm does
+ * not span regions or STRATA_WAN_LINK=0. Start from STRATA_TRAFFIC_STATS_INITIALIZER: size lets a
  * newer library fill only the fields an older caller knows. */
 typedef struct {
   size_t size;
@@ -201,9 +201,11 @@ typedef struct {
   uint64_t wan_wire_bytes_sent; /* written to WAN sockets: payload, headers, acks, resends */
   uint64_t wan_bytes_received;  /* message payload received over the WAN link */
   uint64_t wan_bytes_resent;    /* payload written again after a stream broke */
+  uint64_t device_to_host_bytes; /* collectives on device buffers: staged to the host */
+  uint64_t host_to_device_bytes; /* and back */
 } strataTrafficStats_t;
 
-#define STRATA_TRAFFIC_STATS_INITIALIZER { sizeof(strataTrafficStats_t), 0, 0, 0, 0 }
+#define STRATA_TRAFFIC_STATS_INITIALIZER { sizeof(strataTrafficStats_t), 0, 0, 0, 0, 0, 0 }
 
 /* Never blocks; may be called from any thread. */
 STRATA_API strataResult_t strataCommGetTraffic(strataComm_t comm,

@@ -165,8 +165,9 @@ strataResult_t strataCommGetTraffic(strataComm_t comm, strataTrafficStats_t* sta
       throw strata::InvalidArgument("stats->size is " + std::to_string(stats->size) +
                                     "; start from STRATA_TRAFFIC_STATS_INITIALIZER");
     const strata::TrafficStats t = state->comm().traffic();
-    const strataTrafficStats_t full{sizeof full, t.wan_bytes_sent, t.wan_wire_bytes_sent,
-                                    t.wan_bytes_received, t.wan_bytes_resent};
+    const strataTrafficStats_t full{sizeof full,         t.wan_bytes_sent,       t.wan_wire_bytes_sent,
+                                    t.wan_bytes_received, t.wan_bytes_resent,     t.device_to_host_bytes,
+                                    t.host_to_device_bytes};
     const std::size_t known = std::min(stats->size, sizeof full);
     std::memcpy(reinterpret_cast<char*>(stats) + sizeof(std::size_t),
                 reinterpret_cast<const char*>(&full) + sizeof(std::size_t), known - sizeof(std::size_t));

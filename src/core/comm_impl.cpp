@@ -122,13 +122,13 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o, 
 
 device::CopyStreams& CommImpl::copy_streams(const device::Placement& where) {
   if (where.device == device::kEmulatedDevice) {
-    if (!emulated_copies_) emulated_copies_ = device::host_copy_streams();
+    if (!emulated_copies_) emulated_copies_ = device::host_copy_streams(copy_counters_);
     return *emulated_copies_;
   }
   if (!cuda_copies_) {
     const device::CudaDriver* d = device::driver_in_use(cuda_driver_path_);
     if (!d) throw InvalidArgument("device buffers on rank " + std::to_string(rank_) + ": " + device::why_no_driver());
-    cuda_copies_ = device::cuda_copy_streams(*d);
+    cuda_copies_ = device::cuda_copy_streams(*d, copy_counters_);
   }
   return *cuda_copies_;
 }

@@ -65,6 +65,8 @@ class CommImpl {
   TransportKind transport_kind() const { return kind_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   transport::TrafficCounters traffic() const { return transport_->report().traffic(); }
+  // Bytes device calls copied to and from the host.
+  const device::CopyCounters& copy_counters() const { return copy_counters_; }
 
   // `where`: the placement the argument checks found (device_call.hpp); device buffers
   // are staged through host memory around the host plan.
@@ -154,6 +156,7 @@ class CommImpl {
   std::unique_ptr<CallRouter> router_;   // runs every collective call (engine thread)
   std::string cuda_driver_path_, nccl_library_path_;  // STRATA_CUDA_DRIVER, STRATA_NCCL_LIBRARY
   std::unique_ptr<hierarchy::NcclComms> nccl_;  // engine thread; made by the first device call on a plan
+  device::CopyCounters copy_counters_;  // before the streams that count into it
   std::unique_ptr<device::CopyStreams> cuda_copies_, emulated_copies_;  // device calls', made on first use
 
   // Its name at the arbiter: random for a communicator made in a rendezvous, derived from

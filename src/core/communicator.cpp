@@ -209,7 +209,9 @@ TransportKind Communicator::transport() const { return impl_->transport_kind(); 
 std::chrono::milliseconds Communicator::timeout() const { return impl_->timeout(); }
 TrafficStats Communicator::traffic() const {
   const auto c = impl_->traffic();
-  return {c.wan_payload_sent, c.wan_wire_sent, c.wan_payload_received, c.wan_resent};
+  const auto& d = impl_->copy_counters();
+  return {c.wan_payload_sent, c.wan_wire_sent, c.wan_payload_received, c.wan_resent, d.to_host.load(),
+          d.to_device.load()};
 }
 
 std::vector<std::string> Communicator::algorithms(CollectiveKind kind, DataType dt) const {

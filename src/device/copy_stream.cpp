@@ -54,7 +54,8 @@ class CudaMarker final : public Marker {
 
 class CudaCall final : public CopyStream {
  public:
-  CudaCall(const CudaDriver& d, CudaLane& lane, CuStream caller) : d_(d), lane_(lane), caller_(caller) {}
+  CudaCall(const CudaDriver& d, CudaLane& lane, CuStream caller, CopyCounters& counters)
+      : d_(d), lane_(lane), caller_(caller), counters_(counters) {}
   ~CudaCall() override {
     if (held_ && !released_) release_caller(true);
     if (issued_) d_.event_destroy(issued_);
@@ -64,11 +65,13 @@ class CudaCall final : public CopyStream {
     if (!bytes) return;
     enter();
     d_.check(d_.memcpy_dtoh_async(host, dptr(dev), bytes, lane_.stream), "cuMemcpyDtoHAsync", "staging to the host");
+    counters_.to_host += bytes;
   }
   void to_device(void* dev, const void* host, std::size_t bytes) override {
     if (!bytes) return;
     enter();
     d_.check(d_.memcpy_htod_async(dptr(dev), host, bytes, lane_.stream), "cuMemcpyHtoDAsync", "staging to the device");
+    counters_.to_device += bytes;
   }
   void within_device(void* dst, const void* src, std::size_t bytes) override {
     if (!bytes) return;
@@ -138,6 +141,7 @@ class CudaCall final : public CopyStream {
   const CudaDriver& d_;
   CudaLane& lane_;
   CuStream caller_;
+  CopyCounters& counters_;
   CuEvent issued_ = nullptr;
   std::uint32_t number_ = 0;
   bool held_ = false, released_ = false, entered_ = false;
@@ -145,13 +149,13 @@ class CudaCall final : public CopyStream {
 
 class CudaStreams final : public CopyStreams {
  public:
-  explicit CudaStreams(const CudaDriver& d) : d_(d) {}
+  CudaStreams(const CudaDriver& d, CopyCounters& counters) : d_(d), counters_(counters) {}
   // Lanes stay: a caller's stream may still wait on their flag after the communicator
   // is gone, and the streams and staging are few.
   ~CudaStreams() override { (void)lanes_.release(); }
 
   std::unique_ptr<CopyStream> open(const Placement& where, CuStream stream) override {
-    return std::make_unique<CudaCall>(d_, lane(where.context), stream);
+    return std::make_unique<CudaCall>(d_, lane(where.context), stream, counters_);
   }
 
  private:
@@ -174,6 +178,7 @@ class CudaStreams final : public CopyStreams {
   }
 
   const CudaDriver& d_;
+  CopyCounters& counters_;
   std::mutex mu_;
   std::unique_ptr<std::map<CuContext, std::unique_ptr<CudaLane>>> lanes_ =
       std::make_unique<std::map<CuContext, std::unique_ptr<CudaLane>>>();
@@ -242,9 +247,16 @@ class HostMarker final : public Marker {
 
 class HostCall final : public CopyStream {
  public:
-  HostCall(std::shared_ptr<HostEngine> e, std::vector<char>* staging) : engine_(std::move(e)), staging_(staging) {}
-  void to_host(void* host, const void* dev, std::size_t bytes) override { copy(host, dev, bytes); }
-  void to_device(void* dev, const void* host, std::size_t bytes) override { copy(dev, host, bytes); }
+  HostCall(std::shared_ptr<HostEngine> e, std::vector<char>* staging, CopyCounters& counters)
+      : engine_(std::move(e)), staging_(staging), counters_(counters) {}
+  void to_host(void* host, const void* dev, std::size_t bytes) override {
+    copy(host, dev, bytes);
+    counters_.to_host += bytes;
+  }
+  void to_device(void* dev, const void* host, std::size_t bytes) override {
+    copy(dev, host, bytes);
+    counters_.to_device += bytes;
+  }
   void within_device(void* dst, const void* src, std::size_t bytes) override { copy(dst, src, bytes); }
   std::shared_ptr<Marker> mark() override { return std::make_shared<HostMarker>(engine_, engine_->enqueued()); }
   CuStream device_stream() override { return nullptr; }
@@ -262,22 +274,29 @@ class HostCall final : public CopyStream {
   }
   std::shared_ptr<HostEngine> engine_;
   std::vector<char>* staging_;
+  CopyCounters& counters_;
 };
 
 class HostStreams final : public CopyStreams {
  public:
+  explicit HostStreams(CopyCounters& counters) : counters_(counters) {}
   std::unique_ptr<CopyStream> open(const Placement&, CuStream) override {
-    return std::make_unique<HostCall>(engine_, staging_);
+    return std::make_unique<HostCall>(engine_, staging_, counters_);
   }
 
  private:
+  CopyCounters& counters_;
   std::shared_ptr<HostEngine> engine_ = std::make_shared<HostEngine>();
   std::vector<char> staging_[CopyStream::kStagingSlots];
 };
 
 }  // namespace
 
-std::unique_ptr<CopyStreams> cuda_copy_streams(const CudaDriver& d) { return std::make_unique<CudaStreams>(d); }
-std::unique_ptr<CopyStreams> host_copy_streams() { return std::make_unique<HostStreams>(); }
+std::unique_ptr<CopyStreams> cuda_copy_streams(const CudaDriver& d, CopyCounters& counters) {
+  return std::make_unique<CudaStreams>(d, counters);
+}
+std::unique_ptr<CopyStreams> host_copy_streams(CopyCounters& counters) {
+  return std::make_unique<HostStreams>(counters);
+}
 
 }  // namespace strata::device

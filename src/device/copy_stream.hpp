@@ -6,7 +6,9 @@
 // for them runs in CI exactly as it does on a GPU.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "device/cuda_driver.hpp"
@@ -49,6 +51,12 @@ class CopyStream {
   virtual void release_caller(bool failed) = 0;
 };
 
+// Bytes a communicator's calls copied between device and host memory (page-locked
+// staging), for its TrafficStats; any thread may read them.
+struct CopyCounters {
+  std::atomic<std::uint64_t> to_host{0}, to_device{0};
+};
+
 // A communicator's: the per-device state its calls share (the copy stream, the flag the
 // callers' streams wait on, staging memory), and the CopyStream of each call.
 class CopyStreams {
@@ -58,9 +66,10 @@ class CopyStreams {
   virtual std::unique_ptr<CopyStream> open(const Placement& where, CuStream stream) = 0;
 };
 
-std::unique_ptr<CopyStreams> cuda_copy_streams(const CudaDriver& d);
+// `counters` must outlive the result.
+std::unique_ptr<CopyStreams> cuda_copy_streams(const CudaDriver& d, CopyCounters& counters);
 // The emulation: "device" memory is host memory (device::emulate, memory.hpp), copies
 // run in order on a thread of their own.
-std::unique_ptr<CopyStreams> host_copy_streams();
+std::unique_ptr<CopyStreams> host_copy_streams(CopyCounters& counters);
 
 }  // namespace strata::device

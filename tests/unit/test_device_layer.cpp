@@ -98,7 +98,8 @@ TEST(DeviceLayer, EmulatedRangesArePlacedOnTheEmulatedDevice) {
 }
 
 TEST(DeviceLayer, EmulatedCopiesRunInOrderAndMarkersWaitForThem) {
-  auto streams = device::host_copy_streams();
+  device::CopyCounters counted;
+  auto streams = device::host_copy_streams(counted);
   auto s = streams->open({}, nullptr);
   std::vector<int> dev(1 << 20), host(1 << 20);
   std::iota(dev.begin(), dev.end(), 0);
@@ -110,6 +111,8 @@ TEST(DeviceLayer, EmulatedCopiesRunInOrderAndMarkersWaitForThem) {
   while (!m->done()) {
   }
   EXPECT_EQ(host, dev);
+  EXPECT_EQ(counted.to_host, 2 * dev.size() * sizeof(int));
+  EXPECT_EQ(counted.to_device, 0u);
   // Staging of a slot is kept for later calls, and grows.
   EXPECT_EQ(s->staging(0, 16), staging);
   EXPECT_NE(s->staging(0, dev.size() * sizeof(int) * 3), nullptr);
@@ -168,6 +171,9 @@ TEST_F(DeviceArguments, DeviceBuffersGoThroughTheStaging) {
   device::forget(in.data());
   device::forget(out.data());
   EXPECT_EQ(out, in);
+  // Staged whole: in to the host, out back.
+  EXPECT_EQ(comm_->traffic().device_to_host_bytes, in.size() * sizeof(float));
+  EXPECT_EQ(comm_->traffic().host_to_device_bytes, out.size() * sizeof(float));
 }
 
 TEST(DeviceCApi, DeviceBuffersTakeTheCommunicatorsStream) {
