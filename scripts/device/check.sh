@@ -14,6 +14,10 @@
 #                    (NCCL_HOSTID), through the plugin (NCCL_NET_PLUGIN=strata) and through
 #                    NCCL's own Socket transport; every result checked; and for each run
 #                    through the plugin, that NCCL's log shows it loaded and chose strata
+#   device_*         strata-device-check: every collective on device buffers through
+#                    libstrata (NCCL inside each region, the shard staged across), 4 ranks
+#                    in 2 regions, checked; then a 256 MiB allreduce timed across an
+#                    emulated 1 Gbit/s, 5 ms WAN, with the bytes copied device<->host
 #   torch_*          python/tests/test_cuda.py: collectives on CUDA tensors, DDP beside
 #                    NCCL, the compressing hook
 # OUTDIR gets summary.md (the page for BENCHMARKS.md), results.json and logs.tar.gz.
@@ -163,6 +167,17 @@ nccl() {
   return $rc
 }
 
+# device_step NAME CAP [VAR=VALUE...] -- [strata-device-check args]
+device_step() {
+  local name=$1 cap=$2
+  shift 2
+  local vars=()
+  while [[ $1 != -- ]]; do vars+=("$1"); shift; done
+  shift
+  step "$name" "$cap" env NCCL_SOCKET_IFNAME=lo NCCL_NET_PLUGIN=none STRATA_TRANSPORT=tcp "${vars[@]}" \
+    "$PACK/bin/strata-device-check" --job-timeout $((cap - 5)) "$@"
+}
+
 pytest_step() {
   step "$1" "$2" "$self" --step pytest "$3" "$2"
 }
@@ -175,6 +190,9 @@ build_pid=$!
 sweep=(-t all -f 4 -n 5 -w 1)
 nccl nccl_strata_2r 75 strata -- --ranks 2 --regions 2 "${sweep[@]}" -b 8 -e 256M
 nccl nccl_socket_2r 75 socket -- --ranks 2 --regions 2 "${sweep[@]}" -b 8 -e 256M
+device_step device_buffers 60 -- --ranks 4 --regions 2 --large 1000003
+device_step device_wan_256m 90 STRATA_WAN_EMULATE=rate=1gbit,delay=5ms -- --ranks 4 --regions 2 --large 1000 \
+  --time-bytes 268435456 --time-iters 3
 wait $build_pid
 if grep -q $'^extension_build\tpass' "$steps"; then
   pytest_step torch_collectives 120 collectives

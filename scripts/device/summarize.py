@@ -100,6 +100,12 @@ lines += table(runs, "2 ranks in 2 regions (every byte on the striped WAN path)"
                 ("strata, a stream cut", "nccl_strata_cut")])
 lines += table(runs, "4 ranks in 2 regions (UCX inside a region)",
                [("NCCL Socket", "nccl_socket_4r"), ("strata", "nccl_strata_4r")])
+# strata-device-check's own lines: its verdict, and each rank's timing and copied bytes.
+for name in ("device_buffers", "device_wan_256m"):
+    log = work / "logs" / f"{name}.log"
+    if log.exists():
+        found = [l for l in log.read_text().splitlines() if "strata-device-check:" in l or "on device:" in l]
+        lines += ["", f"{name}:", ""] + [f"    {l}" for l in found[:12]]
 print("\n".join(lines))
 
 (work / "results.json").write_text(json.dumps(
