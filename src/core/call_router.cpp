@@ -22,6 +22,9 @@ namespace {
 // " (algorithm ring here, double_tree there)" when only the algorithms differ, which the
 // descriptions do not show.
 std::string algorithm_difference(const Fingerprint& mine, const Fingerprint& theirs) {
+  if (mine.on_device != theirs.on_device)
+    return mine.on_device ? " (device buffers here, host buffers there: a call's buffers must be of one kind on every rank)"
+                          : " (host buffers here, device buffers there: a call's buffers must be of one kind on every rank)";
   if (mine.algorithm == theirs.algorithm) return "";
   auto name = [](std::uint8_t id) -> std::string {
     const auto all = collectives::algorithms();
@@ -62,6 +65,7 @@ Fingerprint CallRouter::fingerprint(std::uint64_t seq, const collectives::CollAr
 
 void CallRouter::run(Fingerprint fp, const collectives::CollArgs& a, Clock::time_point deadline,
                      std::string& absent, const hierarchy::CallEngines* device) {
+  fp.on_device = device ? 1 : 0;
   const std::string what = fp.describe();
   const int rank = p_.transport->rank(), size = p_.size;
   collectives::Context::Params params;
@@ -134,9 +138,13 @@ void CallRouter::run_plan(collectives::Context& ctx, const CallPlan& plan, const
                           const hierarchy::CallEngines* device) {
   const auto& world = *p_.plan.world;
   if (device) {
-    if (plan.route != CallPlan::Route::hierarchical)
-      throw std::logic_error(ctx.what() + ": device engines for a call the hierarchical plan does not run");
-    ctx.run(hierarchy::run_on_device(ctx, *p_.plan.levels, a, *device));
+    // A flat communicator's device engines are one level, NCCL over the world.
+    if (plan.route == CallPlan::Route::flat && !p_.plan.levels)
+      ctx.run(device->level(0).collective(ctx, world, a));
+    else if (plan.route == CallPlan::Route::hierarchical)
+      ctx.run(hierarchy::run_on_device(ctx, *p_.plan.levels, a, *device));
+    else
+      throw std::logic_error(ctx.what() + ": device engines for a call neither the plan nor NCCL runs");
     return;
   }
   switch (plan.route) {

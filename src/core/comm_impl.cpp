@@ -87,8 +87,7 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o, 
   // caller's stream.
   std::shared_ptr<DeviceCall> on_device;
   if (where.where.kind == device::MemoryKind::device) {
-    if (plan_ && hierarchy::plan_runs_on_device(*plan_, a) && where.where.device != device::kEmulatedDevice &&
-        !device::nccl_library(nccl_library_path_))
+    if (through_nccl(a) && where.where.device != device::kEmulatedDevice && !device::nccl_library(nccl_library_path_))
       throw InvalidArgument(std::string(to_string(a.kind)) + " on rank " + std::to_string(rank_) +
                             ": device buffers: the levels inside a region run on NCCL, which is missing: " +
                             device::why_no_nccl());
@@ -103,8 +102,10 @@ Work CommImpl::collective(const collectives::CollArgs& a, const CallOptions& o, 
     const auto deadline = Clock::now() + timeout;
     const auto wait = [&](device::Marker& m) { wait_for_copy(m, deadline, CallRouter::fingerprint(seq, a).describe()); };
     try {
-      if (plan_ && hierarchy::plan_runs_on_device(*plan_, a)) {
-        const auto engines = hierarchy::device_engines(*plan_, on_device->copies(), nccl_comms(where.where));
+      if (through_nccl(a)) {
+        auto* nccl = nccl_comms(where.where);
+        const auto engines = plan_ ? hierarchy::device_engines(*plan_, on_device->copies(), nccl)
+                                   : hierarchy::flat_device_engines(on_device->copies(), nccl);
         run_collective(seq, a, timeout, engines.get());
       } else {
         run_collective(seq, on_device->stage_in(wait), timeout);
@@ -141,6 +142,11 @@ void CommImpl::wait_for_copy(device::Marker& m, Clock::time_point deadline, cons
                          "did not finish before the deadline");
     if (!transport_->progress()) std::this_thread::yield();
   }
+}
+
+bool CommImpl::through_nccl(const collectives::CollArgs& a) const {
+  if (plan_) return hierarchy::plan_runs_on_device(*plan_, a);
+  return size_ > 1 && world_.servers.empty() && hierarchy::flat_runs_on_device(a);
 }
 
 hierarchy::NcclComms* CommImpl::nccl_comms(const device::Placement& where) {

@@ -110,6 +110,9 @@ class CommImpl {
   // The NCCL communicators of device calls at `where` (null for emulated device memory,
   // whose levels inside a region run on the host engine); engine thread.
   hierarchy::NcclComms* nccl_comms(const device::Placement& where);
+  // Whether a call on device buffers runs through NCCL (the hierarchical plan's device
+  // route, or NCCL over the world of a flat communicator); the others are staged whole.
+  bool through_nccl(const collectives::CollArgs& a) const;
   void check_usable() const { failures_.check_usable(); }
   // The copy streams of device calls at `where`, made on first use (under issue_mu_).
   device::CopyStreams& copy_streams(const device::Placement& where);

@@ -22,7 +22,9 @@ struct Fingerprint {
   ReduceOp op = ReduceOp::sum;
   std::uint8_t algorithm = 0;     // forced algorithm's id + 1, 0 when chosen automatically
   std::uint32_t compression = 0;  // hash of the compression spec, 0 when exact
-  std::uint32_t pad2 = 0;
+  // 1: on device buffers through NCCL (the device plan or flat NCCL), which every rank
+  // must take alike: a rank on host buffers would never join NCCL's collective.
+  std::uint32_t on_device = 0;
 
   bool operator==(const Fingerprint&) const = default;
   // "allreduce #12 (f32 x 1000, sum)"

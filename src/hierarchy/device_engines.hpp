@@ -49,5 +49,11 @@ std::unique_ptr<LevelEngine> staged_engine(device::CopyStream& copies);
 // engine, which is right for emulated device memory only), the region level staged.
 // `copies` and `nccl` must outlive the result.
 std::unique_ptr<CallEngines> device_engines(const Plan& plan, device::CopyStream& copies, NcclComms* nccl);
+// A flat communicator's: one level, NCCL over the world (nccl null: the host engine, for
+// emulated device memory).
+std::unique_ptr<CallEngines> flat_device_engines(device::CopyStream& copies, NcclComms* nccl);
+// The calls a flat communicator runs on NCCL: the reducing and gathering collectives,
+// exact, with no algorithm named (a named one runs on the host, staged whole).
+bool flat_runs_on_device(const collectives::CollArgs& a);
 
 }  // namespace strata::hierarchy

@@ -36,18 +36,27 @@ Steps NcclComms::ensure(Context& ctx, const Group& g) {
   device::NcclUniqueId id{};
   const std::string what = ctx.what() + ": the NCCL communicator of ranks " + std::to_string(g.rank(0)) + ".." +
                            std::to_string(g.rank(g.size() - 1));
+  // The id goes out, every member answers, and only then does anyone enter NCCL's init,
+  // which blocks until all members do: a member that is not in this call (buffers of the
+  // other kind, which the fingerprints report) leaves the others waiting here, in strata,
+  // where the deadline and aborts reach them.
   if (g.me == 0) {
     nccl_.check(nccl_.get_unique_id(&id), "ncclGetUniqueId", what);
-    std::vector<collectives::RequestPtr> sends;
-    for (int m = 1; m < g.size(); ++m) sends.push_back(ctx.send(g.rank(m), Channel::nccl_id, &id, sizeof id));
-    co_await ctx.wait_all(std::move(sends));
+    std::vector<collectives::RequestPtr> reqs;
+    for (int m = 1; m < g.size(); ++m) {
+      reqs.push_back(ctx.send(g.rank(m), Channel::nccl_id, &id, sizeof id));
+      reqs.push_back(ctx.recv(g.rank(m), Channel::nccl_id, nullptr, 0));
+    }
+    co_await ctx.wait_all(std::move(reqs));
+    for (int m = 1; m < g.size(); ++m) reqs.push_back(ctx.send(g.rank(m), Channel::nccl_id, nullptr, 0));
+    co_await ctx.wait_all(std::move(reqs));
   } else {
     auto r = ctx.recv(g.rank(0), Channel::nccl_id, &id, sizeof id);
     co_await ctx.wait(r);
     ctx.expect_bytes(r, sizeof id);
+    co_await ctx.wait(ctx.send(g.rank(0), Channel::nccl_id, nullptr, 0), ctx.recv(g.rank(0), Channel::nccl_id, nullptr, 0));
   }
   device::NcclComm c = nullptr;
-  // Blocks until every member arrives; they all are on their way to this same point.
   nccl_.check(nccl_.comm_init_rank(&c, g.size(), id, g.me), "ncclCommInitRank", what);
   comms_.emplace(g.ranks, c);
 }
@@ -59,8 +68,33 @@ class NcclEngine final : public LevelEngine {
   NcclEngine(NcclComms& comms, device::CopyStream& copies) : comms_(comms), copies_(copies) {}
   const char* name() const override { return "nccl"; }
 
-  Steps collective(Context&, const Group&, const CollArgs&) const override {
-    throw std::logic_error("the NCCL engine runs pieces only: device plans take no latency path");
+  // A flat communicator's call, NCCL over the whole group (roots are group indices).
+  Steps collective(Context& ctx, const Group& g, const CollArgs& a) const override {
+    co_await comms_.ensure(ctx, g);
+    const auto& nccl = comms_.nccl();
+    const auto comm = comms_.get(g);
+    const auto stream = copies_.device_stream();
+    const int ndt = device::nccl_dtype(a.dtype), nop = device::nccl_op(a.op);
+    switch (a.kind) {
+      case CollectiveKind::allreduce:
+        nccl.check(nccl.all_reduce(a.send, a.recv, a.count, ndt, nop, comm, stream), "ncclAllReduce", ctx.what());
+        break;
+      case CollectiveKind::reduce_scatter:
+        nccl.check(nccl.reduce_scatter(a.send, a.recv, a.count, ndt, nop, comm, stream), "ncclReduceScatter",
+                   ctx.what());
+        break;
+      case CollectiveKind::allgather:
+        nccl.check(nccl.all_gather(a.send, a.recv, a.count, ndt, comm, stream), "ncclAllGather", ctx.what());
+        break;
+      case CollectiveKind::broadcast:
+        nccl.check(nccl.broadcast(a.send, a.recv, a.count, ndt, a.root, comm, stream), "ncclBroadcast", ctx.what());
+        break;
+      case CollectiveKind::reduce:
+        nccl.check(nccl.reduce(a.send, a.recv, a.count, ndt, nop, a.root, comm, stream), "ncclReduce", ctx.what());
+        break;
+      default:
+        throw std::logic_error(std::string("the NCCL engine does not run ") + to_string(a.kind));
+    }
   }
 
   Steps reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv, std::size_t n, DataType dt,

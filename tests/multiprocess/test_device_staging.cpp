@@ -41,6 +41,30 @@ TEST(DeviceStaging, EveryCollectiveThreeRanksFlat) { run_on_device(3, 1, "auto")
 // several segments' staged WAN stages in flight.
 TEST(DeviceStaging, EveryCollectiveTwoRegionsTwoHostsTwoRanks) { run_on_device(8, 2, "hier", 2, true); }
 
+// NCCL needs every rank: device buffers on one rank and host buffers on another fail the
+// call on both with a MismatchError that says so, rather than leave one waiting in NCCL.
+TEST(DeviceStaging, DeviceBuffersOnOneRankAndHostOnAnotherAreAMismatch) {
+  const std::string root = free_root_address();
+  auto results = fork_ranks(2, std::chrono::seconds(60), [&](int rank) {
+    ::setenv("STRATA_TIMEOUT_S", "20", 1);
+    CommOptions o;
+    o.transport = TransportKind::tcp;
+    Communicator comm(rank, 2, root, o);
+    std::vector<float> v(1000, 1.f);
+    if (rank == 0) device::emulate(v.data(), v.size() * sizeof(float));
+    std::string what = "no error";
+    try {
+      comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum).wait();
+    } catch (const MismatchError& e) {
+      what = e.what();
+    } catch (const Error& e) {
+      what = std::string("not a MismatchError: ") + e.what();
+    }
+    require(what.find("buffers must be of one kind on every rank") != std::string::npos, what);
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
 // Only the shard leaves the device: each rank copies to the host and back only its range
 // of the region level (1/4 of each segment: a piece per rank of its region), so over all
 // ranks each byte of the vector once per region.
