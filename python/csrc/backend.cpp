@@ -117,9 +117,9 @@ void StrataBackend::abort() { comm_.abort(); }
 void StrataBackend::shutdown() { completions_.drain(); }
 
 c10::intrusive_ptr<StrataWork> StrataBackend::start(c10d::OpType op, const std::vector<at::Tensor>& outputs,
-                                                    c10::Device device) {
+                                                    c10::Device device, bool device_ok) {
   auto w = c10::make_intrusive<StrataWork>(rank_, op, outputs, future_devices(device));
-  w->stager = std::make_unique<Stager>(device);
+  w->stager = std::make_unique<Stager>(device, device_ok);
   return w;
 }
 
@@ -129,14 +129,15 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10::intrusive_ptr<StrataWo
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::one_tensor(c10d::OpType op, const at::Tensor& t, Staging staging,
-                                                         const std::function<strata::Work(const at::Tensor&)>& issue) {
-  auto w = start(op, {t}, t.device());
+                                                         std::chrono::milliseconds timeout, const Issue& issue) {
+  // strata's send and recv take host memory only.
+  auto w = start(op, {t}, t.device(), op != c10d::OpType::SEND && op != c10d::OpType::RECV);
   auto h = staging == Staging::in    ? w->stager->in(t)
            : staging == Staging::out ? w->stager->out(t)
                                      : w->stager->inout(t);
   w->stager->ready();
   w->keep = {h};
-  w->ops.push_back(issue(h));
+  w->ops.push_back(issue(h, w->stager->options(timeout)));
   return submit(w);
 }
 
@@ -147,8 +148,8 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce(std::vector<at::Tensor>&
     check_tensor(t, "allreduce", t.device());
     const auto dt = dtype_of(t, "allreduce");
     const auto op = op_of(opts.reduceOp, "allreduce");
-    return one_tensor(c10d::OpType::ALLREDUCE, t, Staging::inout, [&](const at::Tensor& h) {
-      return comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, op, call(opts.timeout));
+    return one_tensor(c10d::OpType::ALLREDUCE, t, Staging::inout, opts.timeout, [&](const at::Tensor& h, const CallOptions& o) {
+      return comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, op, o);
     });
   });
 }
@@ -166,7 +167,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce_coalesced(std::vector<at
     w->stager->ready();
     for (auto& h : hs)
       w->ops.push_back(comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dtype_of(h, "allreduce_coalesced"),
-                                       op, call(opts.timeout)));
+                                       op, w->stager->options(opts.timeout)));
     w->keep = std::move(hs);
     return submit(w);
   });
@@ -176,11 +177,12 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce_compressed(at::Tensor& t
                                                                    const std::string& key) {
   return guarded([&] {
     check_tensor(t, "allreduce_compressed", t.device());
-    CallOptions o;
-    o.compression = Compression::parse(spec);
-    o.compression->key = key;
-    if (!o.compression->lossy()) o.compression.reset();  // exact: the plain allreduce
-    return one_tensor(c10d::OpType::ALLREDUCE, t, Staging::inout, [&](const at::Tensor& h) {
+    auto z = Compression::parse(spec);
+    z.key = key;
+    return one_tensor(c10d::OpType::ALLREDUCE, t, Staging::inout, c10d::kUnsetTimeout,
+                      [&](const at::Tensor& h, const CallOptions& base) {
+      CallOptions o = base;
+      if (z.lossy()) o.compression = z;  // exact: the plain allreduce
       return comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dtype_of(h, "allreduce_compressed"),
                              ReduceOp::avg, o);
     });
@@ -206,8 +208,9 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::broadcast(std::vector<at::Tensor>&
     check_tensor(t, "broadcast", t.device());
     const auto dt = dtype_of(t, "broadcast");
     const int root = static_cast<int>(opts.rootRank);
-    return one_tensor(c10d::OpType::BROADCAST, t, rank_ == root ? Staging::in : Staging::out, [&](const at::Tensor& h) {
-      return comm_.broadcast(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, root, call(opts.timeout));
+    return one_tensor(c10d::OpType::BROADCAST, t, rank_ == root ? Staging::in : Staging::out, opts.timeout,
+                      [&](const at::Tensor& h, const CallOptions& o) {
+      return comm_.broadcast(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, root, o);
     });
   });
 }
@@ -219,9 +222,9 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::reduce(std::vector<at::Tensor>& te
     const auto dt = dtype_of(t, "reduce");
     const auto op = op_of(opts.reduceOp, "reduce");
     const int root = static_cast<int>(opts.rootRank);
-    return one_tensor(c10d::OpType::REDUCE, t, rank_ == root ? Staging::inout : Staging::in, [&](const at::Tensor& h) {
-      return comm_.reduce(h.data_ptr(), rank_ == root ? h.data_ptr() : nullptr, u(h.numel()), dt, op, root,
-                          call(opts.timeout));
+    return one_tensor(c10d::OpType::REDUCE, t, rank_ == root ? Staging::inout : Staging::in, opts.timeout,
+                      [&](const at::Tensor& h, const CallOptions& o) {
+      return comm_.reduce(h.data_ptr(), rank_ == root ? h.data_ptr() : nullptr, u(h.numel()), dt, op, root, o);
     });
   });
 }
@@ -240,7 +243,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::_allgather_base(at::Tensor& output
     w->stager->ready();
     w->keep = {hin, hout};
     w->ops.push_back(comm_.allgather(hin.data_ptr(), hout.data_ptr(), u(hin.numel()), dtype_of(input, "all_gather"),
-                                     call(opts.timeout)));
+                                     w->stager->options(opts.timeout)));
     return submit(w);
   });
 }
@@ -266,7 +269,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allgather(std::vector<std::vector<
     w->stager->ready();
     w->keep = {hin, flat};
     w->ops.push_back(comm_.allgather(hin.data_ptr(), flat.data_ptr(), u(hin.numel()), dtype_of(in, "all_gather"),
-                                     call(opts.timeout)));
+                                     w->stager->options(opts.timeout)));
     w->after = [flat, houts, n = in.numel()]() mutable {
       for (std::size_t j = 0; j < houts.size(); ++j)
         houts[j].view(-1).copy_(flat.narrow(0, static_cast<std::int64_t>(j) * n, n));
@@ -290,7 +293,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::_reduce_scatter_base(at::Tensor& o
     w->stager->ready();
     w->keep = {hin, hout};
     w->ops.push_back(comm_.reduce_scatter(hin.data_ptr(), hout.data_ptr(), u(hout.numel()),
-                                          dtype_of(input, "reduce_scatter"), op, call(opts.timeout)));
+                                          dtype_of(input, "reduce_scatter"), op, w->stager->options(opts.timeout)));
     return submit(w);
   });
 }
@@ -317,7 +320,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::reduce_scatter(std::vector<at::Ten
     auto flat = at::cat(hins);
     w->keep = {flat, hout};
     w->ops.push_back(comm_.reduce_scatter(flat.data_ptr(), hout.data_ptr(), u(hout.numel()),
-                                          dtype_of(out, "reduce_scatter"), op, call(opts.timeout)));
+                                          dtype_of(out, "reduce_scatter"), op, w->stager->options(opts.timeout)));
     return submit(w);
   });
 }
@@ -329,7 +332,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::all_to_all(const at::Tensor& send,
                                                          std::chrono::milliseconds timeout) {
   const auto sd = prefix(send_counts), rd = prefix(recv_counts);
   w->ops.push_back(comm_.alltoallv(send.data_ptr(), send_counts, sd, recv.data_ptr(), recv_counts, rd,
-                                   dtype_of(send, "all_to_all"), call(timeout)));
+                                   dtype_of(send, "all_to_all"), w->stager->options(timeout)));
   return submit(std::move(w));
 }
 
@@ -502,8 +505,8 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::send(std::vector<at::Tensor>& tens
   return guarded([&] {
     auto& t = single(tensors, "send");
     check_tensor(t, "send", t.device());
-    return one_tensor(c10d::OpType::SEND, t, Staging::in, [&](const at::Tensor& h) {
-      return comm_.send(h.data_ptr(), u(h.numel()), dtype_of(t, "send"), dst);
+    return one_tensor(c10d::OpType::SEND, t, Staging::in, c10d::kUnsetTimeout, [&](const at::Tensor& h, const CallOptions& o) {
+      return comm_.send(h.data_ptr(), u(h.numel()), dtype_of(t, "send"), dst, o);
     });
   });
 }
@@ -512,8 +515,8 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::recv(std::vector<at::Tensor>& tens
   return guarded([&] {
     auto& t = single(tensors, "recv");
     check_tensor(t, "recv", t.device());
-    return one_tensor(c10d::OpType::RECV, t, Staging::out, [&](const at::Tensor& h) {
-      return comm_.recv(h.data_ptr(), u(h.numel()), dtype_of(t, "recv"), src);
+    return one_tensor(c10d::OpType::RECV, t, Staging::out, c10d::kUnsetTimeout, [&](const at::Tensor& h, const CallOptions& o) {
+      return comm_.recv(h.data_ptr(), u(h.numel()), dtype_of(t, "recv"), src, o);
     });
   });
 }

@@ -67,12 +67,16 @@ class StrataBackend : public c10d::Backend {
   std::string share_state(const std::vector<at::Tensor>& tensors, int root, bool residuals);
 
  private:
-  c10::intrusive_ptr<StrataWork> start(c10d::OpType op, const std::vector<at::Tensor>& outputs, c10::Device device);
+  // device_ok: strata takes this call on device memory (all but send and recv), so CUDA
+  // tensors go to it as they are (staging.hpp).
+  c10::intrusive_ptr<StrataWork> start(c10d::OpType op, const std::vector<at::Tensor>& outputs, c10::Device device,
+                                       bool device_ok = true);
   c10::intrusive_ptr<c10d::Work> submit(c10::intrusive_ptr<StrataWork> w);
   // The common shape: one tensor, staged as strata reads it, writes it or both, one op.
   enum class Staging { in, out, inout };
+  using Issue = std::function<strata::Work(const at::Tensor& staged, const CallOptions& o)>;
   c10::intrusive_ptr<c10d::Work> one_tensor(c10d::OpType op, const at::Tensor& t, Staging staging,
-                                            const std::function<strata::Work(const at::Tensor&)>& issue);
+                                            std::chrono::milliseconds timeout, const Issue& issue);
   // alltoallv over host tensors, counts in elements, blocks in rank order.
   c10::intrusive_ptr<c10d::Work> all_to_all(const at::Tensor& send, const at::Tensor& recv,
                                             std::vector<std::size_t> send_counts, std::vector<std::size_t> recv_counts,

@@ -55,6 +55,8 @@ PYBIND11_MODULE(_C, m) {
       .def("traffic", [](StrataBackend& b) {
         const auto t = b.communicator().traffic();
         return py::dict(py::arg("wan_bytes_sent") = t.wan_bytes_sent, py::arg("wan_wire_bytes_sent") = t.wan_wire_bytes_sent,
-                        py::arg("wan_bytes_received") = t.wan_bytes_received, py::arg("wan_bytes_resent") = t.wan_bytes_resent);
+                        py::arg("wan_bytes_received") = t.wan_bytes_received, py::arg("wan_bytes_resent") = t.wan_bytes_resent,
+                        py::arg("device_to_host_bytes") = t.device_to_host_bytes,
+                        py::arg("host_to_device_bytes") = t.host_to_device_bytes);
       });
 }

@@ -24,8 +24,10 @@ void StrataWork::complete() {
   std::exception_ptr error;
   try {
     for (auto& op : ops) op.wait();  // each bounded by its own deadline
-    if (after) after();
-    if (stager) stager->finish();
+    if (stager)
+      stager->finish(after);
+    else if (after)
+      after();
   } catch (const strata::Error& e) {
     error = backend_error(e.what());
   } catch (const std::exception& e) {

@@ -32,7 +32,7 @@ class StrataWork : public c10d::Work {
   // What the completion thread needs.
   std::vector<strata::Work> ops;
   std::unique_ptr<Stager> stager;
-  std::function<void()> after;  // host-side unpacking of a staged result, before the copy back
+  std::function<void()> after;  // unpacking of a result (e.g. into an output list), before the copy back
   std::vector<at::Tensor> keep;  // inputs the operation reads until it is done
 
   // Completion thread: waits for ops, unpacks, copies back, completes.

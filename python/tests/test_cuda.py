@@ -2,19 +2,21 @@
 collective against a reference on 2 and 4 ranks in two emulated regions, DDP beside
 NCCL's own backend from the same initial weights, and the compressing comm hook.
 
-Ranks share the machine's GPU. For NCCL each rank gets an NCCL_HOSTID of its own, so
-NCCL takes them for separate hosts (it refuses two ranks on one GPU of one host) and
+Ranks share the machine's GPU. For NCCL (torch's backend, and the NCCL communicators
+strata makes inside a region for CUDA tensors) each rank gets an NCCL_HOSTID of its own,
+so NCCL takes them for separate hosts (it refuses two ranks on one GPU of one host) and
 runs over its own Socket transport on loopback."""
 import pytest
 import torch
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-TWO_REGIONS = {"STRATA_WAN_EMULATE": "delay=1ms"}
+NCCL_ON_LOOPBACK = {"NCCL_NET_PLUGIN": "none", "NCCL_NET": "Socket", "NCCL_SOCKET_IFNAME": "lo"}
+TWO_REGIONS = {"STRATA_WAN_EMULATE": "delay=1ms"} | NCCL_ON_LOOPBACK
 
 
 def regions(world):
-    return lambda rank: {"STRATA_REGION": "east" if rank < world // 2 else "west"}
+    return lambda rank: {"STRATA_REGION": "east" if rank < world // 2 else "west", "NCCL_HOSTID": f"host{rank}"}
 
 
 def show_versions(r):
@@ -31,7 +33,7 @@ def test_cuda_collectives_in_two_regions(run_ranks, world):
 
 
 def test_cuda_ddp_matches_nccl(run_ranks, tmp_path):
-    nccl_env = {"NCCL_NET_PLUGIN": "none", "NCCL_NET": "Socket", "NCCL_SOCKET_IFNAME": "lo"}
+    nccl_env = NCCL_ON_LOOPBACK
     saved = {}
     for backend in ("nccl", "strata"):
         path = tmp_path / f"{backend}.pt"
