@@ -34,6 +34,8 @@ struct CudaLane {
   std::mutex mu;
   void* staging[CopyStream::kStagingSlots] = {};
   std::size_t staging_bytes[CopyStream::kStagingSlots] = {};
+  CuDevicePtr scratch = 0;
+  std::size_t scratch_bytes = 0;
 };
 
 class CudaMarker final : public Marker {
@@ -104,6 +106,19 @@ class CudaCall final : public CopyStream {
       lane_.staging_bytes[i] = grown;
     }
     return lane_.staging[i];
+  }
+  void* device_scratch(std::size_t bytes) override {
+    if (lane_.scratch_bytes < bytes) {
+      enter();
+      const std::size_t grown = std::max(bytes, lane_.scratch_bytes * 2);
+      // Earlier calls are done with it: a call ends only when its device work did.
+      if (lane_.scratch) d_.mem_free(lane_.scratch);
+      lane_.scratch = 0;
+      lane_.scratch_bytes = 0;
+      d_.check(d_.mem_alloc(&lane_.scratch, grown), "cuMemAlloc", "device scratch of " + std::to_string(grown) + " bytes");
+      lane_.scratch_bytes = grown;
+    }
+    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(lane_.scratch));
   }
   void hold_caller() override {
     d_.check(d_.ctx_set_current(lane_.context), "cuCtxSetCurrent", "the buffers' context");
@@ -247,8 +262,9 @@ class HostMarker final : public Marker {
 
 class HostCall final : public CopyStream {
  public:
-  HostCall(std::shared_ptr<HostEngine> e, std::vector<char>* staging, CopyCounters& counters)
-      : engine_(std::move(e)), staging_(staging), counters_(counters) {}
+  HostCall(std::shared_ptr<HostEngine> e, std::vector<char>* staging, std::vector<char>* scratch,
+           CopyCounters& counters)
+      : engine_(std::move(e)), staging_(staging), scratch_(scratch), counters_(counters) {}
   void to_host(void* host, const void* dev, std::size_t bytes) override {
     copy(host, dev, bytes);
     counters_.to_host += bytes;
@@ -265,6 +281,10 @@ class HostCall final : public CopyStream {
     if (s.size() < bytes) s.resize(std::max(bytes, s.size() * 2));
     return s.data();
   }
+  void* device_scratch(std::size_t bytes) override {
+    if (scratch_->size() < bytes) scratch_->resize(std::max(bytes, scratch_->size() * 2));
+    return scratch_->data();
+  }
   void hold_caller() override {}
   void release_caller(bool) override {}
 
@@ -274,6 +294,7 @@ class HostCall final : public CopyStream {
   }
   std::shared_ptr<HostEngine> engine_;
   std::vector<char>* staging_;
+  std::vector<char>* scratch_;
   CopyCounters& counters_;
 };
 
@@ -281,13 +302,14 @@ class HostStreams final : public CopyStreams {
  public:
   explicit HostStreams(CopyCounters& counters) : counters_(counters) {}
   std::unique_ptr<CopyStream> open(const Placement&, CuStream) override {
-    return std::make_unique<HostCall>(engine_, staging_, counters_);
+    return std::make_unique<HostCall>(engine_, staging_, &scratch_, counters_);
   }
 
  private:
   CopyCounters& counters_;
   std::shared_ptr<HostEngine> engine_ = std::make_shared<HostEngine>();
   std::vector<char> staging_[CopyStream::kStagingSlots];
+  std::vector<char> scratch_;
 };
 
 }  // namespace

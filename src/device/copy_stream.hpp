@@ -42,6 +42,9 @@ class CopyStream {
   // earlier calls done since a call ends only when its last copy did.
   static constexpr int kStagingSlots = 8;
   virtual void* staging(int slot, std::size_t bytes) = 0;
+  // Device memory for a plan's intermediate results (a reordering of blocks), kept by the
+  // communicator like staging; valid until the next call's.
+  virtual void* device_scratch(std::size_t bytes) = 0;
   // The caller's stream waits, on the device, until release_caller(): work the caller
   // enqueues after the collective sees its results, and the call's first copy waits for
   // work enqueued before it. hold_caller runs when the call is issued; release_caller

@@ -40,6 +40,7 @@ Loaded load(const std::string& path) {
                    lib.take(d.event_query, "cuEventQuery") && lib.take(d.event_synchronize, "cuEventSynchronize") &&
                    lib.take(d.event_destroy, "cuEventDestroy_v2") &&
                    lib.take(d.stream_wait_event, "cuStreamWaitEvent") &&
+                   lib.take(d.mem_alloc, "cuMemAlloc_v2") && lib.take(d.mem_free, "cuMemFree_v2") &&
                    lib.take(d.mem_host_alloc, "cuMemHostAlloc") && lib.take(d.mem_free_host, "cuMemFreeHost") &&
                    lib.take(d.mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2") &&
                    lib.take(d.stream_create, "cuStreamCreate") && lib.take(d.stream_destroy, "cuStreamDestroy_v2") &&

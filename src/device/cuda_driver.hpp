@@ -43,6 +43,8 @@ struct CudaDriver {
   CuResult (*event_synchronize)(CuEvent);
   CuResult (*event_destroy)(CuEvent);
   CuResult (*stream_wait_event)(CuStream, CuEvent, unsigned flags);
+  CuResult (*mem_alloc)(CuDevicePtr*, std::size_t);
+  CuResult (*mem_free)(CuDevicePtr);
   CuResult (*mem_host_alloc)(void**, std::size_t, unsigned flags);
   CuResult (*mem_free_host)(void*);
   CuResult (*mem_host_get_device_pointer)(CuDevicePtr*, void* host, unsigned flags);

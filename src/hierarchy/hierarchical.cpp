@@ -55,15 +55,28 @@ collectives::Steps run_hierarchical(collectives::Context& ctx, const Plan& plan,
 }
 
 bool plan_runs_on_device(const Plan& plan, const collectives::CollArgs& a) {
-  return plan.kind == Plan::Kind::split_rail && a.kind == CollectiveKind::allreduce &&
-         !(a.compression && a.compression->lossy());
+  if (plan.kind != Plan::Kind::split_rail) return false;
+  switch (a.kind) {
+    case CollectiveKind::allreduce:
+      return !(a.compression && a.compression->lossy());
+    case CollectiveKind::reduce_scatter:
+      return a.op != ReduceOp::avg;  // its division runs on the host
+    case CollectiveKind::allgather:
+      return true;
+    default:
+      return false;
+  }
 }
 
 collectives::Steps run_on_device(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
                                  const CallEngines& engines) {
   if (!plan_runs_on_device(plan, a))
     throw std::logic_error(std::string("the device plan does not run ") + to_string(a.kind));
-  return split_rail_allreduce(ctx, plan, a, &engines);
+  switch (a.kind) {
+    case CollectiveKind::reduce_scatter: return split_rail_reduce_scatter(ctx, plan, a, &engines);
+    case CollectiveKind::allgather: return split_rail_allgather(ctx, plan, a, &engines);
+    default: return split_rail_allreduce(ctx, plan, a, &engines);
+  }
 }
 
 }  // namespace strata::hierarchy

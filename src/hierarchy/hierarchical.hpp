@@ -33,8 +33,10 @@ collectives::Steps split_rail_allreduce(collectives::Context& ctx, const Plan& p
                                         const CallEngines* engines = nullptr);
 collectives::Steps split_rail_compressed_allreduce(collectives::Context& ctx, const Plan& plan,
                                      const collectives::CollArgs& a, quant::ErrorFeedback* feedback);
-collectives::Steps split_rail_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
-collectives::Steps split_rail_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps split_rail_reduce_scatter(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                                             const CallEngines* engines = nullptr);
+collectives::Steps split_rail_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                                        const CallEngines* engines = nullptr);
 collectives::Steps split_rail_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
 
 // Leader plan (any layout).

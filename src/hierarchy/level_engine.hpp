@@ -58,6 +58,9 @@ class CallEngines {
   // A copy between distinct ranges of the call's buffers, ordered before whatever the
   // engines do next.
   virtual void copy(void* dst, const void* src, std::size_t bytes) const = 0;
+  // Memory of the call's kind for a plan's intermediate results, kept across calls (the
+  // plans' scratch slot 3 on the host).
+  virtual void* scratch(collectives::Context& ctx, std::size_t bytes) const = 0;
   // Device memory: the host touches no byte of the buffers itself (no latency path,
   // whose averaging runs on the host), only the engines do.
   virtual bool on_device() const = 0;

@@ -66,6 +66,7 @@ class PlanEngines final : public CallEngines {
   explicit PlanEngines(const Plan& p) : plan_(p) {}
   const LevelEngine& level(int i) const override { return plan_.engine(i); }
   void copy(void* dst, const void* src, std::size_t bytes) const override;
+  void* scratch(collectives::Context& ctx, std::size_t bytes) const override { return ctx.scratch(3, bytes); }
   bool on_device() const override { return false; }
 
  private:

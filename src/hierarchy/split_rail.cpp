@@ -163,39 +163,45 @@ Steps split_rail_compressed_allreduce(Context& ctx, const Plan& plan, const Coll
   }
 }
 
-Steps split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps split_rail_reduce_scatter(Context& ctx, const Plan& plan, const CollArgs& a, const CallEngines* call_engines) {
+  const PlanEngines own(plan);
+  const CallEngines& engines = call_engines ? *call_engines : own;
   const std::size_t esz = dtype_size(a.dtype), block = a.count * esz;
   const auto world = static_cast<std::size_t>(plan.world_size);
   // Reorder the blocks so that every level's pieces are whole blocks, ending with our own.
-  char* tmp = static_cast<char*>(ctx.scratch(3, world * block));
+  char* tmp = static_cast<char*>(engines.scratch(ctx, world * block));
   const char* send = static_cast<const char*>(a.send);
   for (int q = 0; q < plan.world_size; ++q)
-    copy_if_distinct(tmp + block_index(plan, q) * block, send + static_cast<std::size_t>(q) * block, block);
+    engines.copy(tmp + block_index(plan, q) * block, send + static_cast<std::size_t>(q) * block, block);
   const ReduceOp partial = a.op == ReduceOp::avg ? ReduceOp::sum : a.op;
   const auto ranges = descend(plan, Range{0, world * a.count});
   for (int i = 0; i < plan.depth(); ++i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    co_await plan.engine(i).reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz,
-                                            tmp + r.off * esz, r.n, a.dtype, partial);
+    co_await engines.level(i).reduce_scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz,
+                                                    tmp + r.off * esz, r.n, a.dtype, partial);
   }
-  std::memcpy(a.recv, tmp + ranges.back().off * esz, block);
+  engines.copy(a.recv, tmp + ranges.back().off * esz, block);
+  // Not on the device (plan_runs_on_device): the host divides.
   if (a.op == ReduceOp::avg) kernels::finish_avg(a.dtype, a.recv, a.count, plan.world_size);
 }
 
-Steps split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps split_rail_allgather(Context& ctx, const Plan& plan, const CollArgs& a, const CallEngines* call_engines) {
+  const PlanEngines own(plan);
+  const CallEngines& engines = call_engines ? *call_engines : own;
   const std::size_t esz = dtype_size(a.dtype), block = a.count * esz;
   const auto world = static_cast<std::size_t>(plan.world_size);
-  char* tmp = static_cast<char*>(ctx.scratch(3, world * block));
-  copy_if_distinct(tmp + block_index(plan, plan.rank) * block, a.send, block);
+  char* tmp = static_cast<char*>(engines.scratch(ctx, world * block));
+  engines.copy(tmp + block_index(plan, plan.rank) * block, a.send, block);
   const auto ranges = descend(plan, Range{0, world * a.count});
   // Outermost first: the WAN carries only the blocks of this rank's rail.
   for (int i = plan.depth() - 1; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    co_await plan.engine(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz, r.n, a.dtype);
+    co_await engines.level(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], tmp + r.off * esz, r.n,
+                                               a.dtype);
   }
   char* recv = static_cast<char*>(a.recv);
   for (int q = 0; q < plan.world_size; ++q)
-    copy_if_distinct(recv + static_cast<std::size_t>(q) * block, tmp + block_index(plan, q) * block, block);
+    engines.copy(recv + static_cast<std::size_t>(q) * block, tmp + block_index(plan, q) * block, block);
 }
 
 namespace {
