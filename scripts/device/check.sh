@@ -18,6 +18,8 @@
 #                    libstrata (NCCL inside each region, the shard staged across), 4 ranks
 #                    in 2 regions, checked; then a 256 MiB allreduce timed across an
 #                    emulated 1 Gbit/s, 5 ms WAN, with the bytes copied device<->host
+#   device_codecs    strata-codec-check: libstrata-cuda's value codecs byte for byte against
+#                    the CPU's, and their throughput beside the device's own copy
 #   torch_*          python/tests/test_cuda.py: collectives on CUDA tensors, DDP beside
 #                    NCCL, the compressing hook
 # OUTDIR gets summary.md (the page for BENCHMARKS.md), results.json and logs.tar.gz.
@@ -190,6 +192,7 @@ build_pid=$!
 sweep=(-t all -f 4 -n 5 -w 1)
 nccl nccl_strata_2r 75 strata -- --ranks 2 --regions 2 "${sweep[@]}" -b 8 -e 256M
 nccl nccl_socket_2r 75 socket -- --ranks 2 --regions 2 "${sweep[@]}" -b 8 -e 256M
+step device_codecs 60 "$PACK/bin/strata-codec-check"
 device_step device_buffers 60 -- --ranks 4 --regions 2 --large 1000003
 device_step device_wan_256m 90 STRATA_WAN_EMULATE=rate=1gbit,delay=5ms -- --ranks 4 --regions 2 --large 1000 \
   --time-bytes 268435456 --time-iters 3

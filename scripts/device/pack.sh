@@ -46,7 +46,7 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cmake --install "$build" --prefix "$out" --strip >/dev/null
-for need in bin/strata-nccl-perf bin/strata-device-check lib/libnccl-net-strata.so lib/libstrata.so include/strata/strata.hpp \
+for need in bin/strata-nccl-perf bin/strata-device-check bin/strata-codec-check lib/libstrata-cuda.so lib/libnccl-net-strata.so lib/libstrata.so include/strata/strata.hpp \
             lib/cmake/strata/strataConfig.cmake; do
   [[ -e $out/$need ]] || fail "the pack lacks $need (is CUDA's toolkit with NCCL there for strata-nccl-perf?)"
 done

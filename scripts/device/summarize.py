@@ -101,11 +101,13 @@ lines += table(runs, "2 ranks in 2 regions (every byte on the striped WAN path)"
 lines += table(runs, "4 ranks in 2 regions (UCX inside a region)",
                [("NCCL Socket", "nccl_socket_4r"), ("strata", "nccl_strata_4r")])
 # strata-device-check's own lines: its verdict, and each rank's timing and copied bytes.
-for name in ("device_buffers", "device_wan_256m"):
+for name in ("device_codecs", "device_buffers", "device_wan_256m"):
     log = work / "logs" / f"{name}.log"
     if log.exists():
-        found = [l for l in log.read_text().splitlines() if "strata-device-check:" in l or "on device:" in l]
-        lines += ["", f"{name}:", ""] + [f"    {l}" for l in found[:12]]
+        found = [l for l in log.read_text().splitlines()
+                 if any(w in l for w in ("strata-device-check:", "on device:", "strata-codec-check:", "DIFFERENT",
+                                         "device copy", "encode "))]
+        lines += ["", f"{name}:", ""] + [f"    {l}" for l in found[:16]]
 print("\n".join(lines))
 
 (work / "results.json").write_text(json.dumps(

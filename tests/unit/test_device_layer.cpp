@@ -14,6 +14,7 @@
 
 #include "device/copy_stream.hpp"
 #include "device/cuda_driver.hpp"
+#include "device/cuda_kernels.hpp"
 #include "device/memory.hpp"
 #include "device/nccl_library.hpp"
 #include "device/shared_library.hpp"
@@ -85,6 +86,21 @@ TEST(DeviceLayer, AMissingNcclIsNamedWithTheSetting) {
   const std::string why = device::why_no_nccl();
   EXPECT_NE(why.find("/nonexistent/libnccl.so.2"), std::string::npos) << why;
   EXPECT_NE(why.find("STRATA_NCCL_LIBRARY"), std::string::npos) << why;
+}
+
+TEST(DeviceLayer, TheKernelLibraryOpensWithoutAGpu) {
+  // Built beside libstrata where nvcc is found; loading it needs no device.
+  const char* built = STRATA_TEST_CUDA_KERNELS;
+  if (*built == '\0') GTEST_SKIP() << "libstrata-cuda is not built here (no nvcc)";
+  const device::CudaKernels* k = device::cuda_kernels(built);
+  ASSERT_NE(k, nullptr) << device::why_no_kernels();
+  EXPECT_NE(k->encode_values, nullptr);
+}
+
+TEST(DeviceLayer, AMissingKernelLibraryIsNamed) {
+  EXPECT_EQ(device::cuda_kernels("/nonexistent/libstrata-cuda.so"), nullptr);
+  EXPECT_NE(device::why_no_kernels().find("/nonexistent/libstrata-cuda.so"), std::string::npos)
+      << device::why_no_kernels();
 }
 
 TEST(DeviceLayer, EmulatedRangesArePlacedOnTheEmulatedDevice) {
