@@ -31,7 +31,8 @@ Loaded load(const std::string& path) {
                    lib.take(n.comm_get_async_error, "ncclCommGetAsyncError") &&
                    lib.take(n.all_reduce, "ncclAllReduce") && lib.take(n.reduce_scatter, "ncclReduceScatter") &&
                    lib.take(n.all_gather, "ncclAllGather") && lib.take(n.broadcast, "ncclBroadcast") &&
-                   lib.take(n.reduce, "ncclReduce") && lib.take(n.group_start, "ncclGroupStart") &&
+                   lib.take(n.reduce, "ncclReduce") && lib.take(n.send, "ncclSend") &&
+                   lib.take(n.recv, "ncclRecv") && lib.take(n.group_start, "ncclGroupStart") &&
                    lib.take(n.group_end, "ncclGroupEnd");
   if (!all) {
     l.why = lib.name() + " lacks an entry point strata needs (" + lib.why() + ")";

@@ -34,6 +34,8 @@ struct NcclLibrary {
   NcclResult (*all_gather)(const void*, void*, std::size_t sendcount, int dtype, NcclComm, CuStream);
   NcclResult (*broadcast)(const void*, void*, std::size_t, int dtype, int root, NcclComm, CuStream);
   NcclResult (*reduce)(const void*, void*, std::size_t, int dtype, int op, int root, NcclComm, CuStream);
+  NcclResult (*send)(const void*, std::size_t, int dtype, int peer, NcclComm, CuStream);
+  NcclResult (*recv)(void*, std::size_t, int dtype, int peer, NcclComm, CuStream);
   NcclResult (*group_start)();
   NcclResult (*group_end)();
 

@@ -62,6 +62,7 @@ bool plan_runs_on_device(const Plan& plan, const collectives::CollArgs& a) {
     case CollectiveKind::reduce_scatter:
       return a.op != ReduceOp::avg;  // its division runs on the host
     case CollectiveKind::allgather:
+    case CollectiveKind::broadcast:
       return true;
     default:
       return false;
@@ -75,6 +76,7 @@ collectives::Steps run_on_device(collectives::Context& ctx, const Plan& plan, co
   switch (a.kind) {
     case CollectiveKind::reduce_scatter: return split_rail_reduce_scatter(ctx, plan, a, &engines);
     case CollectiveKind::allgather: return split_rail_allgather(ctx, plan, a, &engines);
+    case CollectiveKind::broadcast: return split_rail_broadcast(ctx, plan, a, &engines);
     default: return split_rail_allreduce(ctx, plan, a, &engines);
   }
 }

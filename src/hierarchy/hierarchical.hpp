@@ -37,7 +37,8 @@ collectives::Steps split_rail_reduce_scatter(collectives::Context& ctx, const Pl
                                              const CallEngines* engines = nullptr);
 collectives::Steps split_rail_allgather(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
                                         const CallEngines* engines = nullptr);
-collectives::Steps split_rail_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a);
+collectives::Steps split_rail_broadcast(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,
+                                        const CallEngines* engines = nullptr);
 
 // Leader plan (any layout).
 collectives::Steps leader_allreduce(collectives::Context& ctx, const Plan& plan, const collectives::CollArgs& a,

@@ -149,8 +149,32 @@ class NcclEngine final : public LevelEngine {
   Steps allreduce_pieces(Context&, const Group&, void*, std::size_t, DataType, ReduceOp, Channel, int) const override {
     throw std::logic_error("the NCCL engine does not run the region level: device plans stage it");
   }
-  Steps scatter_pieces(Context&, const Group&, const char*, char*, std::size_t, DataType, int) const override {
-    throw std::logic_error("the NCCL engine does not scatter: device plans run allreduce only");
+  // Member `from` sends each member its piece (ncclSend/ncclRecv in one group); its own
+  // piece it copies on the stream.
+  Steps scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, std::size_t n, DataType dt,
+                       int from) const override {
+    co_await comms_.ensure(ctx, g);
+    const auto& nccl = comms_.nccl();
+    const auto comm = comms_.get(g);
+    const auto stream = copies_.device_stream();
+    const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
+    const int ndt = device::nccl_dtype(dt);
+    const auto me = static_cast<std::size_t>(g.me);
+    nccl.check(nccl.group_start(), "ncclGroupStart", ctx.what());
+    if (g.me == from) {
+      for (std::size_t m = 0; m < parts; ++m) {
+        const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
+        if (m == me) {
+          if (src != out) copies_.within_device(out + b, src + b, len * esz);
+        } else if (len) {
+          nccl.check(nccl.send(src + b, len, ndt, static_cast<int>(m), comm, stream), "ncclSend", ctx.what());
+        }
+      }
+    } else if (const std::size_t len = collectives::piece_size(n, parts, me)) {
+      nccl.check(nccl.recv(out + collectives::piece_begin(n, parts, me) * esz, len, ndt, from, comm, stream),
+                 "ncclRecv", ctx.what());
+    }
+    nccl.check(nccl.group_end(), "ncclGroupEnd", ctx.what());
   }
 
  private:

@@ -215,16 +215,18 @@ bool same_positions(const Plan& p, int root, int from, int to) {
 
 }  // namespace
 
-Steps split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
+Steps split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a, const CallEngines* call_engines) {
+  const PlanEngines own(plan);
+  const CallEngines& engines = call_engines ? *call_engines : own;
   const std::size_t esz = dtype_size(a.dtype);
   const int depth = plan.depth(), root = a.root;
   char* out = static_cast<char*>(a.recv);
   const char* send = static_cast<const char*>(a.send);
-  if (plan.rank == root) copy_if_distinct(out, send, a.count * esz);
+  if (plan.rank == root) engines.copy(out, send, a.count * esz);
   auto bcast = [&](int level, char* buf, std::size_t n) -> Steps {
     const Group& g = plan.mine[static_cast<std::size_t>(level)];
     const CollArgs b{CollectiveKind::broadcast, buf, buf, n, a.dtype, ReduceOp::sum, plan.position(level, root), {}};
-    co_await plan.engine(level).collective(ctx, g, b);
+    co_await engines.level(level).collective(ctx, g, b);
   };
 
   if (latency_path(plan, CollectiveKind::broadcast, a.count * esz)) {
@@ -238,7 +240,7 @@ Steps split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
   const auto ranges = descend(plan, Range{0, a.count});
   for (int i = 0; i + 1 < depth; ++i)
     if (same_positions(plan, root, i + 1, depth))
-      co_await plan.engine(i).scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)],
+      co_await engines.level(i).scatter_pieces(ctx, plan.mine[static_cast<std::size_t>(i)],
                                              out + ranges[static_cast<std::size_t>(i)].off * esz,
                                              out + ranges[static_cast<std::size_t>(i)].off * esz,
                                              ranges[static_cast<std::size_t>(i)].n, a.dtype, plan.position(i, root));
@@ -246,7 +248,8 @@ Steps split_rail_broadcast(Context& ctx, const Plan& plan, const CollArgs& a) {
   co_await bcast(depth - 1, out + shard.off * esz, shard.n);
   for (int i = depth - 2; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
-    co_await plan.engine(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n, a.dtype);
+    co_await engines.level(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * esz, r.n,
+                                               a.dtype);
   }
 }
 

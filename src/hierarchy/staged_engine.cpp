@@ -38,8 +38,22 @@ class StagedEngine final : public LevelEngine {
   }
   const char* name() const override { return "staged"; }
 
-  Steps collective(Context&, const Group&, const CollArgs&) const override {
-    throw std::logic_error("the staged engine runs pieces only: device plans take no latency path");
+  // A broadcast (split rail's across regions, along the root's rail): the root's range
+  // in, the host's broadcast, the result back. Device plans run no other whole collective
+  // on a level: they take no latency path for the reducing ones.
+  Steps collective(Context& ctx, const Group& g, const CollArgs& a) const override {
+    if (a.kind != CollectiveKind::broadcast)
+      throw std::logic_error(std::string("the staged engine runs no whole ") + to_string(a.kind));
+    const std::size_t bytes = a.count * dtype_size(a.dtype);
+    Slot slot(*this, bytes);
+    if (g.me == a.root) {
+      copies_.to_host(slot.host, a.send, bytes);
+      co_await copied(ctx);
+    }
+    const CollArgs h{CollectiveKind::broadcast, slot.host, slot.host, a.count, a.dtype, a.op, a.root, {}};
+    co_await host_engine().collective(ctx, g, h);
+    if (g.me != a.root || a.send != a.recv) copies_.to_device(a.recv, slot.host, bytes);
+    co_await copied(ctx);
   }
 
   Steps reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv, std::size_t n, DataType dt,
