@@ -38,6 +38,22 @@ struct CudaLane {
   std::size_t scratch_bytes = 0;
 };
 
+// The buffers' context current for a while on the caller's thread, which gets its own back.
+class InContext {
+ public:
+  InContext(const CudaDriver& d, CuContext c) : d_(d) {
+    d_.ctx_get_current(&before_);
+    d_.check(d_.ctx_set_current(c), "cuCtxSetCurrent", "the buffers' context");
+  }
+  ~InContext() { d_.ctx_set_current(before_); }
+  InContext(const InContext&) = delete;
+  InContext& operator=(const InContext&) = delete;
+
+ private:
+  const CudaDriver& d_;
+  CuContext before_ = nullptr;
+};
+
 class CudaMarker final : public Marker {
  public:
   CudaMarker(const CudaDriver& d, CuEvent e) : d_(d), event_(e) {}
@@ -121,7 +137,7 @@ class CudaCall final : public CopyStream {
     return reinterpret_cast<void*>(static_cast<std::uintptr_t>(lane_.scratch));
   }
   void hold_caller() override {
-    d_.check(d_.ctx_set_current(lane_.context), "cuCtxSetCurrent", "the buffers' context");
+    const InContext in(d_, lane_.context);  // on the caller's thread, whose context stays its own
     d_.check(d_.event_create(&issued_, kEventDisableTiming), "cuEventCreate", "the call's start");
     d_.check(d_.event_record(issued_, caller_), "cuEventRecord", "the call's start on the caller's stream");
     {
@@ -180,7 +196,7 @@ class CudaStreams final : public CopyStreams {
     if (l) return *l;
     auto n = std::make_unique<CudaLane>();
     n->context = c;
-    d_.check(d_.ctx_set_current(c), "cuCtxSetCurrent", "the buffers' context");
+    const InContext in(d_, c);  // made at issue, on the caller's thread
     d_.check(d_.stream_create(&n->stream, kStreamNonBlocking), "cuStreamCreate", "the copy stream");
     void* flag = nullptr;
     d_.check(d_.mem_host_alloc(&flag, sizeof(std::uint32_t), kHostAllocPortable | kHostAllocDeviceMap),

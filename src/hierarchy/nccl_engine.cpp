@@ -70,10 +70,11 @@ class NcclEngine final : public LevelEngine {
 
   // A flat communicator's call, NCCL over the whole group (roots are group indices).
   Steps collective(Context& ctx, const Group& g, const CollArgs& a) const override {
+    // The stream first: it makes the buffers' context current, where NCCL makes its communicator.
+    const auto stream = copies_.device_stream();
     co_await comms_.ensure(ctx, g);
     const auto& nccl = comms_.nccl();
     const auto comm = comms_.get(g);
-    const auto stream = copies_.device_stream();
     const int ndt = device::nccl_dtype(a.dtype), nop = device::nccl_op(a.op);
     switch (a.kind) {
       case CollectiveKind::allreduce:
@@ -99,10 +100,11 @@ class NcclEngine final : public LevelEngine {
 
   Steps reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv, std::size_t n, DataType dt,
                               ReduceOp op) const override {
+    // The stream first: it makes the buffers' context current, where NCCL makes its communicator.
+    const auto stream = copies_.device_stream();
     co_await comms_.ensure(ctx, g);
     const auto& nccl = comms_.nccl();
     const auto comm = comms_.get(g);
-    const auto stream = copies_.device_stream();
     const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
     const auto* s = static_cast<const char*>(send);
     auto* r = static_cast<char*>(recv);
@@ -124,10 +126,11 @@ class NcclEngine final : public LevelEngine {
   }
 
   Steps allgather_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt) const override {
+    // The stream first: it makes the buffers' context current, where NCCL makes its communicator.
+    const auto stream = copies_.device_stream();
     co_await comms_.ensure(ctx, g);
     const auto& nccl = comms_.nccl();
     const auto comm = comms_.get(g);
-    const auto stream = copies_.device_stream();
     const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
     auto* p = static_cast<char*>(buf);
     const int ndt = device::nccl_dtype(dt);
@@ -153,10 +156,11 @@ class NcclEngine final : public LevelEngine {
   // piece it copies on the stream.
   Steps scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, std::size_t n, DataType dt,
                        int from) const override {
+    // The stream first: it makes the buffers' context current, where NCCL makes its communicator.
+    const auto stream = copies_.device_stream();
     co_await comms_.ensure(ctx, g);
     const auto& nccl = comms_.nccl();
     const auto comm = comms_.get(g);
-    const auto stream = copies_.device_stream();
     const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
     const int ndt = device::nccl_dtype(dt);
     const auto me = static_cast<std::size_t>(g.me);
