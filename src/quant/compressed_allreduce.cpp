@@ -23,23 +23,6 @@ using Bytes = std::vector<std::byte>;
 
 std::span<const std::byte> received(const Bytes& b, const RequestPtr& r) { return {b.data(), r->bytes()}; }
 
-// Exact encoding of a reduced range: its non-zeros with f32 values when that is smaller
-// than the dense vector (sums of sparse inputs fill in as members are added).
-void encode_lossless(std::span<const float> x, Bytes& out) {
-  const auto nnz = static_cast<std::size_t>(
-      std::count_if(x.begin(), x.end(), [](float v) { return v != 0.0f || std::isnan(v); }));
-  static const auto dense = make_codec(CodecSpec{});
-  if (nnz < x.size() / 2 && !x.empty()) {
-    CodecSpec s;
-    s.sparsity = Sparsity::topk;
-    s.select = TopkSelect::exact;
-    s.density = std::max(nnz, std::size_t{1}) / static_cast<double>(x.size());
-    make_codec(s)->encode(x, out);
-    if (out.size() < x.size() * sizeof(float)) return;
-  }
-  dense->encode(x, out);
-}
-
 }  // namespace
 
 collectives::Steps compressed_allreduce(Context& ctx, const Group& g, float* buf, std::size_t n,
@@ -124,22 +107,30 @@ collectives::Steps compressed_allreduce(Context& ctx, const Group& g, float* buf
                      sum);
   co_await ctx.wait_all(sends);
 
-  // Allgather of the reduced ranges, exact. The owner decodes its own bytes too, so a
-  // -0.0 that the sparse form drops reads as +0.0 everywhere.
+  // The owner re-encodes its range's sum with the call's codec, so what goes back out is
+  // no larger than what came in (top-k keeps the range's density of the sum rather than
+  // the union of everyone's picks, which fills in as members are added; a dense coding
+  // re-quantizes rather than sending f32). What this drops goes into the owner's residual
+  // for the range, to be sent with its next input, so over the calls nothing is lost.
+  // Everyone, the owner too, decodes these same bytes: the results are bitwise identical.
   Bytes reduced;
-  encode_lossless(sum, reduced);
+  codec.encode(sum, reduced, st.seed ^ 0xD1B54A32D192ED03ull);
+  if (reduced.size() > exact->expected_wire_bytes(own.size())) exact->encode(sum, reduced);
+  decode(reduced, own);
+  if (st.feedback) {
+    for (std::size_t i = 0; i < own.size(); ++i) sum[i] -= own[i];
+    st.feedback->add(st.key, st.shard, static_cast<std::size_t>(own.data() - buf), sum);
+  }
   std::vector<Bytes> out(parts);
   sends.clear();
   for (int m = 0; m < p; ++m) {
     if (m == g.me) continue;
     const auto r = range(m);
-    out[static_cast<std::size_t>(m)].resize(std::max(make_codec(CodecSpec{})->max_wire_bytes(r.size()),
-                                                     r.size() * 8 + 64));
+    out[static_cast<std::size_t>(m)].resize(std::max(codec.max_wire_bytes(r.size()), exact->max_wire_bytes(r.size())));
     recvs[static_cast<std::size_t>(m)] =
         ctx.recv(g.rank(m), Channel::result, out[static_cast<std::size_t>(m)].data(), out[static_cast<std::size_t>(m)].size());
     sends.push_back(ctx.send(g.rank(m), Channel::result, reduced.data(), reduced.size()));
   }
-  decode(reduced, own);
   for (int m = 0; m < p; ++m) {
     if (m == g.me) continue;
     co_await ctx.wait(recvs[static_cast<std::size_t>(m)]);

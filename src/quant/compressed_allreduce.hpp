@@ -3,10 +3,12 @@
 //
 // Two members exchange their encodings directly and both decode-add them in member order.
 // More members split the vector into one range per member, each encoded on its own: a
-// member receives every encoding of its range, reduces it, and sends the reduced range
-// back out losslessly, sparse or dense, whichever is smaller. Per member that is at most
-// the dense reduce-scatter + allgather volume, so traffic does not grow with the number
-// of members. Every member decodes the same bytes in the same order: the results are
+// member receives every encoding of its range, reduces it, re-encodes the sum with the
+// same codec (top-k at the same density, the same value coding), keeps what that drops
+// as its own residual, and sends the re-encoded range back out. A member so sends and
+// receives about 2(P-1)/P encodings of its vector whatever P is: traffic does not grow
+// with the number of members (nor does the union of everyone's top-k fill in on the
+// way back). Every member decodes the same bytes in the same order: the results are
 // bitwise identical.
 #pragma once
 

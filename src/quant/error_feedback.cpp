@@ -152,6 +152,20 @@ void ErrorFeedback::update_sparse(std::string_view key, Shard shard, std::span<c
   for (std::size_t j = 0; j < idx.size(); ++j) r[idx[j]] = sent[idx[j]] - values[j];
 }
 
+void ErrorFeedback::add(std::string_view key, Shard shard, std::size_t at, std::span<const float> dropped) {
+  check_shard(key, shard, shard.length, "add");
+  if (at > shard.length || dropped.size() > shard.length - at)
+    throw InvalidArgument("quant: error feedback add of " + std::to_string(dropped.size()) + " elements at " +
+                          std::to_string(at) + " runs past shard " + describe(key, shard));
+  if (dropped.empty()) return;
+  auto k = store_.find(key);
+  if (k == store_.end()) k = store_.emplace(std::string(key), Shards{}).first;
+  auto it = find_shard(k->second, key, shard);
+  if (it == k->second.end()) it = k->second.emplace(shard.offset, std::vector<float>(shard.length)).first;
+  float* r = it->second.data() + at;
+  for (std::size_t i = 0; i < dropped.size(); ++i) r[i] += dropped[i];
+}
+
 void ErrorFeedback::reset(std::string_view key) {
   const auto k = store_.find(key);
   if (k != store_.end()) store_.erase(k);

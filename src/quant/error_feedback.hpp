@@ -6,6 +6,7 @@
 //   ef.compensate(key, shard, data);        // data += residual
 //   codec.encode(data, wire);  codec.decode(wire, decoded);
 //   ef.update(key, shard, data, decoded);   // residual = data - decoded
+//   ef.add(key, shard, at, dropped);        // residual[at..] += what a later stage dropped
 //
 // Residuals are keyed by (tensor key, shard offset, shard length). The shards of one key
 // must not overlap: a shard that overlaps a stored one without matching it exactly means
@@ -56,6 +57,12 @@ class ErrorFeedback : public collectives::FeedbackStore {
   // is `sent` with the delivered values subtracted at `idx`, without a dense decode.
   void update_sparse(std::string_view key, Shard shard, std::span<const float> sent,
                      std::span<const std::uint32_t> idx, std::span<const float> values);
+
+  // residual[at, at + dropped.size()) of (key, shard) += dropped: what a later stage of
+  // the same call dropped from a range this rank re-encoded for everyone (the owner's
+  // re-sparsification in compressed_allreduce). Makes a zero residual first if there is
+  // none. Same checks as compensate; the range must lie in the shard.
+  void add(std::string_view key, Shard shard, std::size_t at, std::span<const float> dropped);
 
   void reset(std::string_view key);
   void reset_all();
