@@ -52,9 +52,10 @@ collectives::CollArgs DeviceCall::stage_in(const Wait& wait) {
 
 void DeviceCall::finish(const Wait& wait) {
   if (host_recv_) copies_->to_device(args_.recv, host_recv_, buffers_.recv_bytes);
-  auto done = copies_->mark();
+  // The mark after the release: once the call is done, so is the write that releases the
+  // caller's stream, which a failed later call's write from the host must not precede.
   copies_->release_caller(false);
-  wait(*done);
+  wait(*copies_->mark());
 }
 
 }  // namespace strata::detail

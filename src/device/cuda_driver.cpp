@@ -33,6 +33,8 @@ Loaded load(const std::string& path) {
   const bool all = lib.take(d.init, "cuInit") && lib.take(d.get_error_string, "cuGetErrorString") &&
                    lib.take(d.pointer_get_attribute, "cuPointerGetAttribute") &&
                    lib.take(d.ctx_get_current, "cuCtxGetCurrent") && lib.take(d.ctx_set_current, "cuCtxSetCurrent") &&
+                   lib.take(d.device_get, "cuDeviceGet") &&
+                   lib.take(d.device_primary_ctx_retain, "cuDevicePrimaryCtxRetain") &&
                    lib.take(d.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2") &&
                    lib.take(d.memcpy_htod_async, "cuMemcpyHtoDAsync_v2") &&
                    lib.take(d.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2") &&

@@ -33,6 +33,8 @@ struct CudaDriver {
   CuResult (*get_error_string)(CuResult, const char**);
   CuResult (*pointer_get_attribute)(void* data, int attribute, CuDevicePtr ptr);
   CuResult (*ctx_get_current)(CuContext*);
+  CuResult (*device_get)(int* device, int ordinal);
+  CuResult (*device_primary_ctx_retain)(CuContext*, int device);
   CuResult (*ctx_set_current)(CuContext);
   CuResult (*memcpy_dtoh_async)(void* dst, CuDevicePtr src, std::size_t bytes, CuStream s);
   CuResult (*memcpy_htod_async)(CuDevicePtr dst, const void* src, std::size_t bytes, CuStream s);

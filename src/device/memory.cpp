@@ -64,6 +64,11 @@ Placement placement_of(const void* p, const std::string& driver_path) {
   out.kind = MemoryKind::device;
   d->pointer_get_attribute(&out.device, kPointerAttributeDeviceOrdinal, ptr);
   d->pointer_get_attribute(&out.context, kPointerAttributeContext, ptr);
+  // Memory from a pool (cudaMallocAsync) belongs to no context: its device's primary
+  // context, the one CUDA's runtime uses, serves. (Retained for the process's life.)
+  int dev = 0;
+  if (!out.context && out.device >= 0 && d->device_get(&dev, out.device) == kCudaSuccess)
+    d->device_primary_ctx_retain(&out.context, dev);
   return out;
 }
 

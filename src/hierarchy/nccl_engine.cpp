@@ -91,7 +91,10 @@ class NcclEngine final : public LevelEngine {
         nccl.check(nccl.broadcast(a.send, a.recv, a.count, ndt, a.root, comm, stream), "ncclBroadcast", ctx.what());
         break;
       case CollectiveKind::reduce:
-        nccl.check(nccl.reduce(a.send, a.recv, a.count, ndt, nop, a.root, comm, stream), "ncclReduce", ctx.what());
+        // Off the root recv is null, and NCCL leaves recvbuff alone there: send stands in.
+        nccl.check(nccl.reduce(a.send, a.recv ? a.recv : const_cast<void*>(a.send), a.count, ndt, nop, a.root, comm,
+                               stream),
+                   "ncclReduce", ctx.what());
         break;
       default:
         throw std::logic_error(std::string("the NCCL engine does not run ") + to_string(a.kind));
