@@ -4,7 +4,6 @@
 #include <link.h>
 
 #include <atomic>
-#include <mutex>
 
 #include "device/shared_library.hpp"
 #include "strata/errors.hpp"
@@ -13,14 +12,8 @@ namespace strata::device {
 
 namespace {
 
-struct Loaded {
-  CudaDriver api{};
-  bool ok = false;
-  std::string why;
-};
-
-Loaded load(const std::string& path) {
-  Loaded l;
+Opened<CudaDriver> load(const std::string& path) {
+  Opened<CudaDriver> l;
   SharedLibrary lib(path.empty() ? std::vector<std::string>{"libcuda.so.1", "libcuda.so"}
                                  : std::vector<std::string>{path});
   if (!lib.open()) {
@@ -60,9 +53,7 @@ Loaded load(const std::string& path) {
   return l;
 }
 
-std::once_flag once;
-Loaded* loaded = nullptr;
-std::atomic<bool> loaded_flag{false};
+OpenOnce<CudaDriver> opened;
 
 }  // namespace
 
@@ -77,11 +68,8 @@ void CudaDriver::check(CuResult r, const char* call, const std::string& what) co
 }
 
 const CudaDriver* cuda_driver(const std::string& path) {
-  std::call_once(once, [&] {
-    loaded = new Loaded(load(path));  // lives as long as the process
-    loaded_flag.store(true, std::memory_order_release);
-  });
-  return loaded->ok ? &loaded->api : nullptr;
+  const auto& o = opened.get([&] { return load(path); });
+  return o.ok ? &o.api : nullptr;
 }
 
 namespace {
@@ -106,7 +94,7 @@ std::atomic<unsigned long long> loads_when_absent{~0ull};
 }  // namespace
 
 const CudaDriver* driver_in_use(const std::string& path) {
-  if (!loaded_flag.load(std::memory_order_acquire)) {
+  if (!opened.done()) {
     const unsigned long long loads = loads_so_far();
     if (loads == loads_when_absent.load(std::memory_order_relaxed)) return nullptr;
     void* h = ::dlopen(path.empty() ? "libcuda.so.1" : path.c_str(), RTLD_NOW | RTLD_NOLOAD);
@@ -120,8 +108,7 @@ const CudaDriver* driver_in_use(const std::string& path) {
 }
 
 const std::string& why_no_driver() {
-  cuda_driver();
-  return loaded->why;
+  return opened.get([] { return load(""); }).why;
 }
 
 }  // namespace strata::device

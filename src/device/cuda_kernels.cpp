@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
 #include <vector>
 
 #include "device/kernel_abi.h"
@@ -11,12 +10,6 @@
 namespace strata::device {
 
 namespace {
-
-struct Loaded {
-  CudaKernels api{};
-  bool ok = false;
-  std::string why;
-};
 
 // The folder libstrata was loaded from, where an install puts libstrata-cuda beside it.
 std::string own_folder() {
@@ -27,8 +20,8 @@ std::string own_folder() {
   return slash == std::string::npos ? "" : self.substr(0, slash + 1);
 }
 
-Loaded load(const std::string& path) {
-  Loaded l;
+Opened<CudaKernels> load(const std::string& path) {
+  Opened<CudaKernels> l;
   std::vector<std::string> names;
   if (!path.empty()) {
     names.push_back(path);
@@ -57,19 +50,17 @@ Loaded load(const std::string& path) {
   return l;
 }
 
-std::once_flag once;
-Loaded* loaded = nullptr;
+OpenOnce<CudaKernels> opened;
 
 }  // namespace
 
 const CudaKernels* cuda_kernels(const std::string& path) {
-  std::call_once(once, [&] { loaded = new Loaded(load(path)); });  // lives as long as the process
-  return loaded->ok ? &loaded->api : nullptr;
+  const auto& o = opened.get([&] { return load(path); });
+  return o.ok ? &o.api : nullptr;
 }
 
 const std::string& why_no_kernels() {
-  cuda_kernels();
-  return loaded->why;
+  return opened.get([] { return load(""); }).why;
 }
 
 }  // namespace strata::device

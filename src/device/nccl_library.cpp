@@ -1,6 +1,5 @@
 #include "device/nccl_library.hpp"
 
-#include <mutex>
 
 #include "device/shared_library.hpp"
 #include "strata/errors.hpp"
@@ -9,14 +8,8 @@ namespace strata::device {
 
 namespace {
 
-struct Loaded {
-  NcclLibrary api{};
-  bool ok = false;
-  std::string why;
-};
-
-Loaded load(const std::string& path) {
-  Loaded l;
+Opened<NcclLibrary> load(const std::string& path) {
+  Opened<NcclLibrary> l;
   SharedLibrary lib(path.empty() ? std::vector<std::string>{"libnccl.so.2", "libnccl.so"}
                                  : std::vector<std::string>{path});
   if (!lib.open()) {
@@ -46,8 +39,7 @@ Loaded load(const std::string& path) {
   return l;
 }
 
-std::once_flag once;
-Loaded* loaded = nullptr;
+OpenOnce<NcclLibrary> opened;
 
 }  // namespace
 
@@ -59,13 +51,12 @@ void NcclLibrary::check(NcclResult r, const char* call, const std::string& what)
 }
 
 const NcclLibrary* nccl_library(const std::string& path) {
-  std::call_once(once, [&] { loaded = new Loaded(load(path)); });  // lives as long as the process
-  return loaded->ok ? &loaded->api : nullptr;
+  const auto& o = opened.get([&] { return load(path); });
+  return o.ok ? &o.api : nullptr;
 }
 
 const std::string& why_no_nccl() {
-  nccl_library();
-  return loaded->why;
+  return opened.get([] { return load(""); }).why;
 }
 
 int nccl_dtype(DataType dt) {

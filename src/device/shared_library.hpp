@@ -4,6 +4,8 @@
 // device buffer then gets.
 #pragma once
 
+#include <atomic>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,37 @@ class SharedLibrary {
   void* handle_ = nullptr;
   std::string name_;
   std::string why_;
+};
+
+// A library's table of entry points as opening it gave it: `api` where ok, else why not.
+template <class Api>
+struct Opened {
+  Api api{};
+  bool ok = false;
+  std::string why;
+};
+
+// The process's one opening of a library: the first get() opens it (with the loader it
+// is handed), every later one returns that outcome. Kept for the process's life: CUDA and
+// NCCL keep threads and state that outlive the last caller.
+template <class Api>
+class OpenOnce {
+ public:
+  template <class Load>
+  const Opened<Api>& get(Load&& load) {
+    std::call_once(once_, [&] {
+      opened_ = new Opened<Api>(load());
+      done_.store(true, std::memory_order_release);
+    });
+    return *opened_;
+  }
+  // Whether get() has run, without running it.
+  bool done() const { return done_.load(std::memory_order_acquire); }
+
+ private:
+  std::once_flag once_;
+  Opened<Api>* opened_ = nullptr;
+  std::atomic<bool> done_{false};
 };
 
 }  // namespace strata::device

@@ -63,6 +63,22 @@ Steps NcclComms::ensure(Context& ctx, const Group& g) {
 
 namespace {
 
+// One group's NCCL calls on the copy stream, each checked, errors naming the collective.
+struct Issue {
+  const device::NcclLibrary& lib;
+  device::NcclComm comm;
+  device::CuStream stream;
+  const std::string& what;
+  void operator()(device::NcclResult r, const char* call) const { lib.check(r, call, what); }
+  // f() issues calls that NCCL must run together (one per piece, sends and receives).
+  template <class F>
+  void grouped(F f) const {
+    (*this)(lib.group_start(), "ncclGroupStart");
+    f();
+    (*this)(lib.group_end(), "ncclGroupEnd");
+  }
+};
+
 class NcclEngine final : public LevelEngine {
  public:
   NcclEngine(NcclComms& comms, device::CopyStream& copies) : comms_(comms), copies_(copies) {}
@@ -70,31 +86,28 @@ class NcclEngine final : public LevelEngine {
 
   // A flat communicator's call, NCCL over the whole group (roots are group indices).
   Steps collective(Context& ctx, const Group& g, const CollArgs& a) const override {
-    // The stream first: it makes the buffers' context current, where NCCL makes its communicator.
-    const auto stream = copies_.device_stream();
+    const auto stream = copies_.device_stream();  // first: it makes the buffers' context current
     co_await comms_.ensure(ctx, g);
-    const auto& nccl = comms_.nccl();
-    const auto comm = comms_.get(g);
+    const Issue nccl{comms_.nccl(), comms_.get(g), stream, ctx.what()};
     const int ndt = device::nccl_dtype(a.dtype), nop = device::nccl_op(a.op);
     switch (a.kind) {
       case CollectiveKind::allreduce:
-        nccl.check(nccl.all_reduce(a.send, a.recv, a.count, ndt, nop, comm, stream), "ncclAllReduce", ctx.what());
+        nccl(nccl.lib.all_reduce(a.send, a.recv, a.count, ndt, nop, nccl.comm, stream), "ncclAllReduce");
         break;
       case CollectiveKind::reduce_scatter:
-        nccl.check(nccl.reduce_scatter(a.send, a.recv, a.count, ndt, nop, comm, stream), "ncclReduceScatter",
-                   ctx.what());
+        nccl(nccl.lib.reduce_scatter(a.send, a.recv, a.count, ndt, nop, nccl.comm, stream), "ncclReduceScatter");
         break;
       case CollectiveKind::allgather:
-        nccl.check(nccl.all_gather(a.send, a.recv, a.count, ndt, comm, stream), "ncclAllGather", ctx.what());
+        nccl(nccl.lib.all_gather(a.send, a.recv, a.count, ndt, nccl.comm, stream), "ncclAllGather");
         break;
       case CollectiveKind::broadcast:
-        nccl.check(nccl.broadcast(a.send, a.recv, a.count, ndt, a.root, comm, stream), "ncclBroadcast", ctx.what());
+        nccl(nccl.lib.broadcast(a.send, a.recv, a.count, ndt, a.root, nccl.comm, stream), "ncclBroadcast");
         break;
       case CollectiveKind::reduce:
         // Off the root recv is null, and NCCL leaves recvbuff alone there: send stands in.
-        nccl.check(nccl.reduce(a.send, a.recv ? a.recv : const_cast<void*>(a.send), a.count, ndt, nop, a.root, comm,
-                               stream),
-                   "ncclReduce", ctx.what());
+        nccl(nccl.lib.reduce(a.send, a.recv ? a.recv : const_cast<void*>(a.send), a.count, ndt, nop, a.root,
+                             nccl.comm, stream),
+             "ncclReduce");
         break;
       default:
         throw std::logic_error(std::string("the NCCL engine does not run ") + to_string(a.kind));
@@ -103,11 +116,9 @@ class NcclEngine final : public LevelEngine {
 
   Steps reduce_scatter_pieces(Context& ctx, const Group& g, const void* send, void* recv, std::size_t n, DataType dt,
                               ReduceOp op) const override {
-    // The stream first: it makes the buffers' context current, where NCCL makes its communicator.
-    const auto stream = copies_.device_stream();
+    const auto stream = copies_.device_stream();  // first: it makes the buffers' context current
     co_await comms_.ensure(ctx, g);
-    const auto& nccl = comms_.nccl();
-    const auto comm = comms_.get(g);
+    const Issue nccl{comms_.nccl(), comms_.get(g), stream, ctx.what()};
     const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
     const auto* s = static_cast<const char*>(send);
     auto* r = static_cast<char*>(recv);
@@ -115,41 +126,37 @@ class NcclEngine final : public LevelEngine {
     if (n % parts == 0) {
       const std::size_t k = n / parts;
       // NCCL's in place is recv == send + me*k: our piece of recv is where it lands.
-      nccl.check(nccl.reduce_scatter(s, r + static_cast<std::size_t>(g.me) * k * esz, k, ndt, nop, comm, stream),
-                 "ncclReduceScatter", ctx.what());
+      nccl(nccl.lib.reduce_scatter(s, r + static_cast<std::size_t>(g.me) * k * esz, k, ndt, nop, nccl.comm, stream),
+           "ncclReduceScatter");
       co_return;
     }
-    nccl.check(nccl.group_start(), "ncclGroupStart", ctx.what());
-    for (std::size_t m = 0; m < parts; ++m) {
-      const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
-      nccl.check(nccl.reduce(s + b, r + b, len, ndt, nop, static_cast<int>(m), comm, stream), "ncclReduce",
-                 ctx.what());
-    }
-    nccl.check(nccl.group_end(), "ncclGroupEnd", ctx.what());
+    nccl.grouped([&] {
+      for (std::size_t m = 0; m < parts; ++m) {
+        const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
+        nccl(nccl.lib.reduce(s + b, r + b, len, ndt, nop, static_cast<int>(m), nccl.comm, stream), "ncclReduce");
+      }
+    });
   }
 
   Steps allgather_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt) const override {
-    // The stream first: it makes the buffers' context current, where NCCL makes its communicator.
-    const auto stream = copies_.device_stream();
+    const auto stream = copies_.device_stream();  // first: it makes the buffers' context current
     co_await comms_.ensure(ctx, g);
-    const auto& nccl = comms_.nccl();
-    const auto comm = comms_.get(g);
+    const Issue nccl{comms_.nccl(), comms_.get(g), stream, ctx.what()};
     const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
     auto* p = static_cast<char*>(buf);
     const int ndt = device::nccl_dtype(dt);
     if (n % parts == 0) {
       const std::size_t k = n / parts;
-      nccl.check(nccl.all_gather(p + static_cast<std::size_t>(g.me) * k * esz, p, k, ndt, comm, stream),
-                 "ncclAllGather", ctx.what());
+      nccl(nccl.lib.all_gather(p + static_cast<std::size_t>(g.me) * k * esz, p, k, ndt, nccl.comm, stream),
+           "ncclAllGather");
       co_return;
     }
-    nccl.check(nccl.group_start(), "ncclGroupStart", ctx.what());
-    for (std::size_t m = 0; m < parts; ++m) {
-      const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
-      nccl.check(nccl.broadcast(p + b, p + b, len, ndt, static_cast<int>(m), comm, stream), "ncclBroadcast",
-                 ctx.what());
-    }
-    nccl.check(nccl.group_end(), "ncclGroupEnd", ctx.what());
+    nccl.grouped([&] {
+      for (std::size_t m = 0; m < parts; ++m) {
+        const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
+        nccl(nccl.lib.broadcast(p + b, p + b, len, ndt, static_cast<int>(m), nccl.comm, stream), "ncclBroadcast");
+      }
+    });
   }
 
   Steps allreduce_pieces(Context&, const Group&, void*, std::size_t, DataType, ReduceOp, Channel, int) const override {
@@ -159,29 +166,28 @@ class NcclEngine final : public LevelEngine {
   // piece it copies on the stream.
   Steps scatter_pieces(Context& ctx, const Group& g, const char* src, char* out, std::size_t n, DataType dt,
                        int from) const override {
-    // The stream first: it makes the buffers' context current, where NCCL makes its communicator.
-    const auto stream = copies_.device_stream();
+    const auto stream = copies_.device_stream();  // first: it makes the buffers' context current
     co_await comms_.ensure(ctx, g);
-    const auto& nccl = comms_.nccl();
-    const auto comm = comms_.get(g);
+    const Issue nccl{comms_.nccl(), comms_.get(g), stream, ctx.what()};
     const std::size_t esz = dtype_size(dt), parts = static_cast<std::size_t>(g.size());
     const int ndt = device::nccl_dtype(dt);
     const auto me = static_cast<std::size_t>(g.me);
-    nccl.check(nccl.group_start(), "ncclGroupStart", ctx.what());
-    if (g.me == from) {
-      for (std::size_t m = 0; m < parts; ++m) {
-        const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
-        if (m == me) {
-          if (src != out) copies_.within_device(out + b, src + b, len * esz);
-        } else if (len) {
-          nccl.check(nccl.send(src + b, len, ndt, static_cast<int>(m), comm, stream), "ncclSend", ctx.what());
-        }
-      }
-    } else if (const std::size_t len = collectives::piece_size(n, parts, me)) {
-      nccl.check(nccl.recv(out + collectives::piece_begin(n, parts, me) * esz, len, ndt, from, comm, stream),
-                 "ncclRecv", ctx.what());
+    if (g.me == from && src != out) {
+      const std::size_t b = collectives::piece_begin(n, parts, me) * esz;
+      copies_.within_device(out + b, src + b, collectives::piece_size(n, parts, me) * esz);
     }
-    nccl.check(nccl.group_end(), "ncclGroupEnd", ctx.what());
+    nccl.grouped([&] {
+      if (g.me == from) {
+        for (std::size_t m = 0; m < parts; ++m) {
+          const std::size_t b = collectives::piece_begin(n, parts, m) * esz, len = collectives::piece_size(n, parts, m);
+          if (m != me && len)
+            nccl(nccl.lib.send(src + b, len, ndt, static_cast<int>(m), nccl.comm, stream), "ncclSend");
+        }
+      } else if (const std::size_t len = collectives::piece_size(n, parts, me)) {
+        nccl(nccl.lib.recv(out + collectives::piece_begin(n, parts, me) * esz, len, ndt, from, nccl.comm, stream),
+             "ncclRecv");
+      }
+    });
   }
 
  private:
