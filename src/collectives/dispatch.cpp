@@ -24,6 +24,14 @@ const Algorithm& threshold_algorithm(const CollArgs& a, std::size_t small_bytes)
   }
 }
 
+const char* to_string(EncodedExchange e) {
+  return e == EncodedExchange::gather ? "gather" : "reduce_scatter";
+}
+
+EncodedExchange Chooser::encoded_exchange(const Group& g, const EncodedShape&) const {
+  return g.size() > 2 ? EncodedExchange::reduce_scatter : EncodedExchange::gather;
+}
+
 namespace {
 
 class ThresholdChooser final : public Chooser {

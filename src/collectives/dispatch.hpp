@@ -3,6 +3,7 @@
 // topology/selector.hpp, for the group's links and the message size).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -40,12 +41,38 @@ struct CollArgs {
   FeedbackStore* feedback = nullptr;
 };
 
+// How the members of a lossy allreduce (quant/compressed_allreduce.hpp) exchange their
+// encodings. gather: each sends its whole encoding to every other and all decode the same
+// p encodings: one round, but p - 1 encodings out and in per member. reduce_scatter: each
+// range goes to its owner, who re-encodes the range's sum and sends it back out: two
+// rounds, about 2(p - 1)/p encodings per member whatever p is. With two members both are
+// one exchange of one encoding (gather).
+enum class EncodedExchange : std::uint8_t { gather, reduce_scatter };
+const char* to_string(EncodedExchange e);  // "gather", "reduce_scatter"
+
+// A lossy allreduce's vector and codec as the chooser weighs them; the same on every
+// member (expected sizes, never what one member's encoding came to).
+struct EncodedShape {
+  double dense_bytes = 0;    // the vector, f32
+  double encoded_bytes = 0;  // one member's encoding of all of it
+  // Encoding a dense byte, and decoding one into a sum, each cost this many of the
+  // figures' reduction γ (quant::encoded_shape gives them per codec).
+  double encode_passes = 1;
+  double decode_passes = 1;
+  // Members of other groups crossing the same links at once (a split-rail plan's rails):
+  // they share the bandwidth.
+  double sharing = 1;
+};
+
 // How a call that names no algorithm gets one. The communicator hands its selector down
 // in every Context it builds; a context without one uses threshold_chooser().
 class Chooser {
  public:
   virtual ~Chooser() = default;
   virtual const Algorithm& choose(const Group& g, const CollArgs& a) const = 0;
+  // Without figures: reduce_scatter from three members on, whose traffic does not grow
+  // with them.
+  virtual EncodedExchange encoded_exchange(const Group& g, const EncodedShape& s) const;
 };
 
 // STRATA_SMALL_BYTES's default (core/settings.def; test_config holds them equal): what

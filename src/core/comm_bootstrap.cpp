@@ -180,6 +180,9 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   figures.small_bytes = settings_.small_bytes;
   selector_ = std::make_unique<topology::Selector>(
       std::move(figures), localities_, topology::parse_algorithm_rules(config::get(config::algo), "STRATA_ALGO", true));
+  if (const auto how = config::get(config::compressed_exchange); how != "auto")
+    selector_->force_exchange(how == "gather" ? collectives::EncodedExchange::gather
+                                              : collectives::EncodedExchange::reduce_scatter);
   world_ = collectives::Group::world(rank_, size_);
   for (int j = 0; j < servers_; ++j) world_.servers.push_back(size_ + j);
   world_.shared_memory = all_share_memory(*transport_, world_);

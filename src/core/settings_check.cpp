@@ -21,7 +21,7 @@ const config::Id kShared[] = {
     config::Id::heartbeat_s,  config::Id::algo,          config::Id::chunk_bytes, config::Id::segment_bytes,
     config::Id::small_bytes,  config::Id::compress,      config::Id::tune,        config::Id::tune_samples,
     config::Id::probe,        config::Id::wan_link,      config::Id::wan_tls,     config::Id::wan_streams,
-    config::Id::servers,
+    config::Id::servers,      config::Id::compressed_exchange,
 };
 
 // Reads one setting through its typed getter; the refusal's text when it fails.

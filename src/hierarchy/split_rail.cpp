@@ -2,6 +2,7 @@
 // position at every other level, so the levels nest like digits of a mixed-radix number
 // (level 0 most significant). Reduce-scatter down the levels leaves each rank a 1/P
 // shard; the region level moves only that shard, over every rank's own WAN path.
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -155,7 +156,9 @@ Steps split_rail_compressed_allreduce(Context& ctx, const Plan& plan, const Coll
   const Range& shard = ranges[static_cast<std::size_t>(depth - 1)];
   copy_if_distinct(out + shard.off * sizeof(float), src + shard.off * sizeof(float), shard.n * sizeof(float));
   co_await quant::compressed_allreduce(ctx, plan.mine.back(), reinterpret_cast<float*>(out) + shard.off, shard.n,
-                              *a.compression, feedback, quant::Shard{shard.off, shard.n}, a.op, plan.world_size);
+                              *a.compression, feedback, quant::Shard{shard.off, shard.n}, a.op, plan.world_size,
+                              // every rail crosses at once
+                              static_cast<double>(plan.world_size) / std::max(1, plan.mine.back().size()));
   for (int i = depth - 2; i >= 0; --i) {
     const Range& r = ranges[static_cast<std::size_t>(i)];
     co_await plan.engine(i).allgather_pieces(ctx, plan.mine[static_cast<std::size_t>(i)], out + r.off * sizeof(float), r.n,

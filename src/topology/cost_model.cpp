@@ -56,13 +56,6 @@ Cost terms(double rounds, double bytes_on_link, double bytes_reduced, const Grou
   return Cost{rounds * g.link.alpha + queued * g.link.gap, bytes_on_link * g.link.beta, bytes_reduced * g.gamma};
 }
 
-Cost operator+(Cost a, const Cost& b) {
-  a.alpha += b.alpha;
-  a.beta += b.beta;
-  a.gamma += b.gamma;
-  return a;
-}
-
 // Chunks a pipelined algorithm cuts n bytes into, as patterns.hpp's chunk_count does.
 double chunks(double n, double chunk) { return std::max(1.0, std::ceil(n / std::max(chunk, 1.0))); }
 
@@ -320,13 +313,8 @@ Cost predict_split_rail(CollectiveKind kind, const std::vector<LevelCost>& level
         for (const auto& l : levels) total = total + best_flat(K::allreduce, l.size, bytes, l.cost).cost;
         return total;
       }
-      double n = bytes;
-      for (std::size_t i = 0; i + 1 < levels.size(); ++i) {
-        // Down and back up: a reduce-scatter and an allgather of the same range.
-        total = total + ring(K::reduce_scatter, levels[i], n) + ring(K::allgather, levels[i], n);
-        n /= levels[i].size;
-      }
-      return total + ring(K::allreduce, top, n);
+      const Descent d = split_rail_descent(levels, bytes);
+      return d.cost + ring(K::allreduce, top, d.top_bytes);
     }
     case K::reduce_scatter:
     case K::allgather: {
@@ -359,20 +347,66 @@ Cost predict_split_rail(CollectiveKind kind, const std::vector<LevelCost>& level
   }
 }
 
-Cost predict_leader(CollectiveKind kind, const std::vector<LevelCost>& levels, double bytes) {
-  if (levels.empty()) return {};
-  Cost total;
-  const LevelCost& top = levels.back();
+Descent split_rail_descent(const std::vector<LevelCost>& levels, double bytes) {
+  Descent d;
+  d.top_bytes = bytes;
+  for (std::size_t i = 0; i + 1 < levels.size(); ++i) {
+    // Down and back up: a reduce-scatter and an allgather of the same range.
+    const auto& l = levels[i];
+    d.cost = d.cost + *predict(AlgorithmId::ring, K::reduce_scatter, l.size, d.top_bytes, l.cost) +
+             *predict(AlgorithmId::ring, K::allgather, l.size, d.top_bytes, l.cost);
+    d.top_bytes /= l.size;
+  }
+  return d;
+}
+
+Descent leader_descent(CollectiveKind kind, const std::vector<LevelCost>& levels, double bytes) {
+  Descent d;
+  d.top_bytes = bytes;
   const bool reduces = kind == K::allreduce || kind == K::reduce_scatter;
   // reduce_scatter and allgather move the whole world's vector through the leaders.
   for (std::size_t i = 0; i + 1 < levels.size(); ++i) {
     const auto& l = levels[i];
     if (kind != K::broadcast)
-      total = total + best_flat(reduces ? K::reduce : K::allgather, l.size, bytes, l.cost).cost;
-    total = total + best_flat(K::broadcast, l.size, bytes, l.cost).cost;
+      d.cost = d.cost + best_flat(reduces ? K::reduce : K::allgather, l.size, bytes, l.cost).cost;
+    d.cost = d.cost + best_flat(K::broadcast, l.size, bytes, l.cost).cost;
   }
+  return d;
+}
+
+Cost predict_leader(CollectiveKind kind, const std::vector<LevelCost>& levels, double bytes) {
+  if (levels.empty()) return {};
+  const LevelCost& top = levels.back();
+  const bool reduces = kind == K::allreduce || kind == K::reduce_scatter;
+  const Cost total = leader_descent(kind, levels, bytes).cost;
   const CollectiveKind at_top = kind == K::broadcast ? K::broadcast : reduces ? K::allreduce : K::allgather;
   return total + best_flat(at_top, top.size, bytes, top.cost).cost;
+}
+
+Cost predict_compressed(collectives::EncodedExchange how, int p, const collectives::EncodedShape& s,
+                        const GroupCost& g) {
+  const double q = p, N = s.dense_bytes, e = s.encoded_bytes;
+  const double enc = s.encode_passes * g.gamma, dec = s.decode_passes * g.gamma;
+  if (p <= 1) return Cost{0, 0, N * (enc + dec)};
+  const double sharing = s.sharing * g.wan_sharing;
+  if (how == collectives::EncodedExchange::gather || p == 2) {
+    // One round of p - 1 messages posted at once; every member decodes all p encodings.
+    return Cost{g.link.alpha + (q - 2) * g.link.gap, (q - 1) * e * g.link.beta * sharing, N * enc + q * N * dec};
+  }
+  // Ranges to their owners and the owners' sums back: two rounds of p - 1 messages, one
+  // encoding's (p - 1)/p each way. Encoding the ranges, then the owner's re-encoding of
+  // its range; decoding p contributions to that range, then the p sums.
+  const double f = (q - 1) / q;
+  return Cost{2 * (g.link.alpha + (q - 2) * g.link.gap), 2 * f * e * g.link.beta * sharing,
+              N * (1 + 1 / q) * enc + 2 * N * dec};
+}
+
+collectives::EncodedExchange best_exchange(int p, const collectives::EncodedShape& s, const GroupCost& g) {
+  using E = collectives::EncodedExchange;
+  if (p <= 2) return E::gather;
+  return predict_compressed(E::gather, p, s, g).total() <= predict_compressed(E::reduce_scatter, p, s, g).total()
+             ? E::gather
+             : E::reduce_scatter;
 }
 
 LinkClass classify(const std::vector<Locality>& members) {

@@ -80,6 +80,7 @@ struct Cost {
   double beta = 0;   // bytes on the busiest link times β
   double gamma = 0;  // bytes reduced on the critical path times γ
   double total() const { return alpha + beta + gamma; }
+  friend Cost operator+(Cost a, const Cost& b) { return Cost{a.alpha + b.alpha, a.beta + b.beta, a.gamma + b.gamma}; }
   // "α-bound", "β-bound", "γ-bound" or "mixed" (no term above half).
   const char* bound() const;
 };
@@ -123,6 +124,17 @@ struct LevelCost {
   GroupCost cost;
 };
 
+// A plan's levels below the top, down and back up, and the bytes its top level's
+// collective moves. Split rail: a ring reduce-scatter and allgather per level, leaving
+// the top a 1/(ranks per region) shard. Leader: the whole vector reduced (or gathered)
+// to each unit's leader and broadcast back.
+struct Descent {
+  Cost cost;
+  double top_bytes = 0;
+};
+Descent split_rail_descent(const std::vector<LevelCost>& levels, double bytes);
+Descent leader_descent(CollectiveKind kind, const std::vector<LevelCost>& levels, double bytes);
+
 // Split rail (uniform layouts): reduce-scatter down the levels below the top, the top
 // level's collective on the remaining shard, allgather back up; each stage at its own
 // level's figures. Levels innermost first, the last one crossing regions. Broadcast
@@ -134,6 +146,14 @@ Cost predict_split_rail(CollectiveKind kind, const std::vector<LevelCost>& level
 // leader, the top level's leaders run the collective, and it comes back down by
 // broadcast; `levels` gives the largest group at each level.
 Cost predict_leader(CollectiveKind kind, const std::vector<LevelCost>& levels, double bytes);
+
+// A lossy allreduce over p ranks (quant/compressed_allreduce.hpp) exchanging encodings
+// the way `how` says: its rounds, the encodings on the busiest link, and the codec's
+// passes over the vector priced at γ.
+Cost predict_compressed(collectives::EncodedExchange how, int p, const collectives::EncodedShape& s,
+                        const GroupCost& g);
+// The cheaper of the two, by the model (gather on a tie: one round fewer).
+collectives::EncodedExchange best_exchange(int p, const collectives::EncodedShape& s, const GroupCost& g);
 
 // The link class that a group of these localities spans: shm when all share a host, net
 // when all share a region, else wan.

@@ -160,6 +160,12 @@ GroupCost Selector::cost_of(const Group& g) const {
   return group_cost(g);
 }
 
+collectives::EncodedExchange Selector::encoded_exchange(const Group& g, const collectives::EncodedShape& s) const {
+  if (g.size() <= 2) return collectives::EncodedExchange::gather;
+  if (forced_exchange_) return *forced_exchange_;
+  return best_exchange(g.size(), s, cost_of(g));
+}
+
 void Selector::add_group(const Group& g) {
   if (g.ranks.empty()) return;
   const GroupCost cost = group_cost(g);

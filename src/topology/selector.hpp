@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,12 @@ class Selector final : public collectives::Chooser {
     return choose(a.kind, a.dtype, a.count, g);
   }
 
+  // A lossy allreduce's exchange over g: STRATA_COMPRESSED_EXCHANGE's when it names one,
+  // else the model's best_exchange at g's links.
+  collectives::EncodedExchange encoded_exchange(const collectives::Group& g,
+                                                const collectives::EncodedShape& s) const override;
+  void force_exchange(std::optional<collectives::EncodedExchange> e) { forced_exchange_ = e; }
+
   // The model's ranking for this call over g, fastest first, of the algorithms that
   // support it; STRATA_ALGO's rules play no part (the tuner asks, after checking them).
   std::vector<Score> ranking(CollectiveKind kind, DataType dt, std::size_t count, const collectives::Group& g) const;
@@ -94,6 +101,7 @@ class Selector final : public collectives::Chooser {
   AlgorithmRules rules_;
   std::vector<ScoreTable> tables_;
   std::vector<std::pair<std::vector<int>, GroupCost>> known_;  // registered groups' ranks
+  std::optional<collectives::EncodedExchange> forced_exchange_;
 };
 
 // The first algorithm of `ranked` that supports the call, else any registered one that

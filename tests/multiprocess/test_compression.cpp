@@ -59,8 +59,10 @@ void require_identical(Communicator& comm, const std::vector<float>& v, const st
             what + ": rank " + std::to_string(r) + " holds different bits");
 }
 
+// exchange: STRATA_COMPRESSED_EXCHANGE (auto lets the model pick; on loopback it mostly
+// gathers, so tests of either path force it).
 void in_layout(const std::vector<Place>& places, const std::function<void(Communicator&)>& body,
-               const char* compress_env = "none", const char* timeout_s = "60") {
+               const char* compress_env = "none", const char* timeout_s = "60", const char* exchange = "auto") {
   const int n = static_cast<int>(places.size());
   const std::string root = free_root_address();
   auto results = fork_ranks(n, std::chrono::seconds(120), [&](int rank) {
@@ -68,6 +70,7 @@ void in_layout(const std::vector<Place>& places, const std::function<void(Commun
     ::setenv("STRATA_HOST", places[static_cast<std::size_t>(rank)].host, 1);
     ::setenv("STRATA_COMPRESS", compress_env, 1);
     ::setenv("STRATA_TIMEOUT_S", timeout_s, 1);
+    ::setenv("STRATA_COMPRESSED_EXCHANGE", exchange, 1);
     CommOptions o;
     o.transport = TransportKind::tcp;
     Communicator comm(rank, n, root, o);
@@ -86,7 +89,7 @@ CallOptions with(const std::string& spec, const std::string& key = "t", bool fee
 }
 
 // Relative error of one step (no history) stays within what each codec can promise.
-void codec_bounds(const std::vector<Place>& places) {
+void codec_bounds(const std::vector<Place>& places, const char* exchange = "auto") {
   in_layout(places, [](Communicator& comm) {
     const struct {
       const char* spec;
@@ -103,11 +106,12 @@ void codec_bounds(const std::vector<Place>& places) {
         require(err <= s.max_rel, what + ": relative error " + std::to_string(err));
       }
     }
-  });
+  }, "none", "60", exchange);
 }
 
 TEST(Compression, CodecBoundsTwoRegionsSplitRail) { codec_bounds(k2x2); }
-TEST(Compression, CodecBoundsThreeRegionsSplitAndReduce) { codec_bounds(k3x1); }
+TEST(Compression, CodecBoundsThreeRegionsGathered) { codec_bounds(k3x1, "gather"); }
+TEST(Compression, CodecBoundsThreeRegionsSplitAndReduce) { codec_bounds(k3x1, "reduce_scatter"); }
 TEST(Compression, CodecBoundsUnevenLeaders) { codec_bounds(kUneven); }
 
 // Over T steps, what error feedback delivers sums to the inputs' sum up to the residual
@@ -168,10 +172,11 @@ std::vector<double> residual_of(const std::vector<std::byte>& snap, const std::s
   return r;
 }
 
-// Four regions: every range owner re-sparsifies the sum it reduced and keeps what that
-// drops. Over many calls, what every rank received plus every rank's residual is what
-// was put in, exactly (integer inputs, top-k with f32 values: every sum is exact).
-TEST(Compression, ReSparsifyingKeepsEverythingInTheResiduals) {
+// Four regions, reduce_scatter: every range owner re-sparsifies the sum it reduced and
+// keeps what that drops. Over many calls, what every rank received plus every rank's
+// residual is what was put in, exactly (integer inputs, top-k with f32 values: every sum
+// is exact). Gathered, only each member's own encoding drops anything: the same holds.
+void residuals_keep_everything(const char* exchange) {
   const std::vector<Place> k4 = {{"us", "u0"}, {"eu", "e0"}, {"ap", "a0"}, {"sa", "s0"}};
   in_layout(k4, [](Communicator& comm) {
     constexpr std::size_t n = 1001;
@@ -209,7 +214,40 @@ TEST(Compression, ReSparsifyingKeepsEverythingInTheResiduals) {
     double held_norm = 0;
     for (double h : held) held_norm += std::abs(h);
     require(held_norm > 0, "no residual held back");
+  }, "none", "60", exchange);
+}
+
+TEST(Compression, ReSparsifyingKeepsEverythingInTheResiduals) { residuals_keep_everything("reduce_scatter"); }
+TEST(Compression, GatheringKeepsEverythingInTheResiduals) { residuals_keep_everything("gather"); }
+
+// The exchange STRATA_COMPRESSED_EXCHANGE names is the one that runs: four regions,
+// gathering sends each member's encoding to the three others, reduce_scatter about
+// 2 x 3/4 of one encoding, so gathering sends about twice as much.
+TEST(Compression, TheExchangeSetsTheTraffic) {
+  const std::vector<Place> k4 = {{"us", "u0"}, {"eu", "e0"}, {"ap", "a0"}, {"sa", "s0"}};
+  const std::string roots[2] = {free_root_address(), free_root_address()};
+  auto results = fork_ranks(4, std::chrono::seconds(120), [&](int rank) {
+    ::setenv("STRATA_REGION", k4[static_cast<std::size_t>(rank)].region, 1);
+    ::setenv("STRATA_HOST", k4[static_cast<std::size_t>(rank)].host, 1);
+    ::setenv("STRATA_TIMEOUT_S", "60", 1);
+    constexpr std::size_t n = 200000;
+    std::uint64_t sent[2] = {};
+    for (int i = 0; i < 2; ++i) {
+      ::setenv("STRATA_COMPRESSED_EXCHANGE", i == 0 ? "gather" : "reduce_scatter", 1);
+      CommOptions o;
+      o.transport = TransportKind::tcp;
+      Communicator comm(rank, 4, roots[i], o);
+      auto v = input(comm.rank(), 3, n);
+      const TrafficStats before = comm.traffic();
+      comm.allreduce(v.data(), v.data(), n, DataType::f32, ReduceOp::sum, with("topk:0.01+int8", "", false)).wait();
+      sent[i] = comm.traffic().wan_bytes_sent - before.wan_bytes_sent;
+      require_identical(comm, v, i == 0 ? "gather" : "reduce_scatter");
+    }
+    const double ratio = static_cast<double>(sent[0]) / static_cast<double>(sent[1]);
+    require(ratio > 1.6 && ratio < 2.4, "gathered " + std::to_string(sent[0]) + " B, reduce-scattered " +
+                                           std::to_string(sent[1]) + " B: ratio " + std::to_string(ratio));
   });
+  EXPECT_EQ(failures(results), "");
 }
 
 // Top-k at a density where indices and values outgrow the vector itself goes dense and

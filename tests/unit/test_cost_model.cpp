@@ -179,6 +179,50 @@ TEST(CostModel, SplitRailLevelsAddUp) {
   EXPECT_DOUBLE_EQ(predict_split_rail(K::allreduce, levels, n, 64 << 10).total(), want);
 }
 
+// A lossy allreduce's exchange: gathering costs one round and p - 1 encodings per member,
+// reduce-scatter two rounds and 2(p - 1)/p of one. Across a WAN 40 ms away at 10 Gbit/s
+// the round is worth more than the bytes of any gradient bucket; behind a 150 Mbit/s
+// link a few hundred microseconds away the bytes win from small encodings on.
+TEST(CostModel, CompressedExchangeTradesARoundForBytes) {
+  using E = collectives::EncodedExchange;
+  collectives::EncodedShape s;
+  s.dense_bytes = 64.0 * (1 << 20);
+  s.encoded_bytes = s.dense_bytes / 174;  // top-k 1% + int8
+  s.encode_passes = 2.5;
+  s.decode_passes = 0.09;
+  const GroupCost far = figures(40e-3, 8 / 10e9, 1e-10), shaped = figures(300e-6, 8 / 150e6, 1e-10);
+  for (int p : {3, 4, 8}) {
+    const auto g = predict_compressed(E::gather, p, s, shaped), r = predict_compressed(E::reduce_scatter, p, s, shaped);
+    EXPECT_NEAR(g.beta, (p - 1) * s.encoded_bytes * 8 / 150e6, 1e-12);
+    EXPECT_NEAR(r.beta, 2.0 * (p - 1) / p * s.encoded_bytes * 8 / 150e6, 1e-12);
+    EXPECT_NEAR(r.alpha, 2 * g.alpha, 1e-15);
+    EXPECT_EQ(best_exchange(p, s, far), E::gather) << "p=" << p;
+    EXPECT_EQ(best_exchange(p, s, shaped), E::reduce_scatter) << "p=" << p;
+  }
+  // Two members: one exchange either way.
+  EXPECT_EQ(best_exchange(2, s, shaped), E::gather);
+  EXPECT_DOUBLE_EQ(predict_compressed(E::gather, 2, s, shaped).total(),
+                   predict_compressed(E::reduce_scatter, 2, s, shaped).total());
+  // Small encodings gather even behind the slow link, and rails sharing the link move
+  // the crossing down: it falls with the bandwidth each member gets.
+  collectives::EncodedShape small = s;
+  small.dense_bytes = 64 << 10;
+  small.encoded_bytes = small.dense_bytes / 174;
+  EXPECT_EQ(best_exchange(4, small, shaped), E::gather);
+  auto crossing = [&](double sharing) {
+    collectives::EncodedShape v = s;
+    v.sharing = sharing;
+    for (double n = 1024; n < 1e10; n *= 1.25) {
+      v.dense_bytes = n;
+      v.encoded_bytes = n / 174;
+      if (best_exchange(4, v, shaped) == E::reduce_scatter) return n;
+    }
+    return 0.0;
+  };
+  EXPECT_GT(crossing(1), 0);
+  EXPECT_LT(crossing(4), crossing(1) / 2);
+}
+
 TEST(CostModel, ClassifiesGroups) {
   const Locality a{"us", "c", "r", "h1", 0}, b{"us", "c", "r", "h1", 1}, c{"us", "c", "r", "h2", 0},
       d{"eu", "c", "r", "h1", 0};
