@@ -30,6 +30,7 @@
 #include "plan_format.hpp"
 #include "plan_measured.hpp"
 #include "probe/probe.hpp"
+#include "quant/codec.hpp"
 #include "strata/errors.hpp"
 #include "topology/levels.hpp"
 #include "topology/selector.hpp"
@@ -55,6 +56,7 @@ struct Options {
   std::uint64_t min_bytes = 8, max_bytes = 1ull << 30, factor = 8;
   std::vector<std::string> measured;  // strata-perf --json files
   bool markdown = false;
+  std::string compress;  // a codec spec: price the compressed allreduce too
   bool learn = true;  // live: run each size until the online tuner settles, print what it learned
 };
 
@@ -190,6 +192,35 @@ void print_plan_vs_flat(const topo::Selector& sel, const hierarchy::Plan& plan, 
   }
 }
 
+// A lossy allreduce on the plan against the exact one: the codec's two exchanges across
+// regions, the one the selector picks, and what a top-level rank sends over the WAN.
+void print_compressed(const topo::Selector& sel, const hierarchy::Plan& plan, const std::string& spec,
+                      const std::vector<std::uint64_t>& sizes) {
+  using E = collectives::EncodedExchange;
+  const auto codec = quant::make_codec(spec);
+  const int p = plan.levels.back().groups.empty() ? 1 : static_cast<int>(plan.levels.back().groups.front().size());
+  std::printf("\ncompressed allreduce (%s) on the %s plan, predicted; the top level's %d members exchange "
+              "encodings by gather (one round, %d encodings out per member) or reduce_scatter (two rounds, "
+              "%.2f encodings)\n",
+              quant::to_string(codec->spec()).c_str(), plan.kind == hierarchy::Plan::Kind::split_rail ? "split-rail" : "leader",
+              p, std::max(p - 1, 0), p > 1 ? 2.0 * (p - 1) / p : 0.0);
+  std::printf("  %10s %12s %12s %14s  %-14s %8s  %12s %12s %14s\n", "size", "exact", "gather", "reduce_scatter", "pick",
+              "speedup", "WAN B exact", "gather", "reduce_scatter");
+  for (const std::uint64_t b : sizes) {
+    const double n = static_cast<double>(b);
+    const topo::Cost exact = hierarchy::predict_plan(sel, plan, CollectiveKind::allreduce, n);
+    const auto pick = hierarchy::predict_compressed_plan(sel, plan, *codec, n);
+    const auto g = hierarchy::predict_compressed_plan(sel, plan, *codec, n, E::gather);
+    const auto r = hierarchy::predict_compressed_plan(sel, plan, *codec, n, E::reduce_scatter);
+    std::printf("  %10s %12s %12s %14s  %-14s %7.1fx  %12.0f %12.0f %14.0f\n", bytes_str(b).c_str(),
+                seconds(exact.total()).c_str(), seconds(g.cost.total()).c_str(), seconds(r.cost.total()).c_str(),
+                collectives::to_string(pick.exchange), pick.cost.total() > 0 ? exact.total() / pick.cost.total() : 1.0,
+                pick.exact_wan_bytes, g.wan_bytes, r.wan_bytes);
+  }
+  std::printf("  (STRATA_COMPRESSED_EXCHANGE=gather or reduce_scatter overrides the pick; WAN bytes: per top-level "
+              "member per call, encodings as the codec expects them)\n");
+}
+
 // Why the top level crosses regions in the order it does: its slowest hop against the
 // slowest hop of the order the regions' lowest ranks give.
 void print_region_ring(const topo::Figures& f, const hierarchy::Plan& plan) {
@@ -234,6 +265,13 @@ void print_plan(const topo::Selector& sel, const collectives::Group& world, cons
   }
   print_level(sel, world, plan ? "flat (reduce and barrier, or STRATA_ALGO=flat)" : "flat", kinds, sizes);
   if (plan) print_plan_vs_flat(sel, *plan, world, kinds, sizes);
+  if (!o.compress.empty()) {
+    if (plan)
+      print_compressed(sel, *plan, o.compress, sizes);
+    else
+      std::printf("\ncompressed allreduce: every rank in one region, so it runs exact (compression applies across "
+                  "regions)\n");
+  }
   if (!o.measured.empty()) print_measured(sel, world, o.measured, o.markdown, plan);
 }
 
@@ -383,6 +421,8 @@ int main(int argc, char** argv) {
                                            "predictions; medians over the files")
       ->check(CLI::ExistingFile);
   app.add_flag("--markdown", o.markdown, "Measured tables as Markdown");
+  app.add_option("--compress", o.compress, "A codec (e.g. topk:0.01+int8): also price the compressed allreduce on the "
+                                           "plan, by each exchange across regions, against the exact one");
   app.add_flag("!--no-learn", o.learn, "Live: skip the tuning run (by default each size up to 64 MiB runs until the "
                                        "online tuner settles, and what it learned is printed)");
   try {
@@ -391,6 +431,13 @@ int main(int argc, char** argv) {
     if (!lo || !hi || *lo == 0 || *lo > *hi) throw CLI::ValidationError("--minbytes", "need 0 < minbytes <= maxbytes");
     o.min_bytes = *lo;
     o.max_bytes = *hi;
+    if (!o.compress.empty()) {
+      try {
+        if (!quant::make_codec(o.compress)->lossy()) throw InvalidArgument("'" + o.compress + "' is not lossy");
+      } catch (const InvalidArgument& e) {
+        throw CLI::ValidationError("--compress", e.what());
+      }
+    }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

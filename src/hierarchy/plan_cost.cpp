@@ -1,6 +1,9 @@
 #include "hierarchy/plan_cost.hpp"
 
+#include <algorithm>
 #include <limits>
+
+#include "quant/compressed_allreduce.hpp"
 
 namespace strata::hierarchy {
 
@@ -64,6 +67,32 @@ topology::Cost predict_plan(const topology::Selector& sel, const Plan& plan, Col
   if (plan.kind == Plan::Kind::leader) return topology::predict_leader(kind, levels, bytes);
   return prefers_latency_path(pricing, kind, static_cast<std::size_t>(bytes)) ? latency_cost(levels, kind, bytes)
                                                                               : pipeline_cost(levels, kind, bytes);
+}
+
+CompressedPrediction predict_compressed_plan(const topology::Selector& sel, const Plan& plan, const quant::Codec& codec,
+                                             double bytes, std::optional<collectives::EncodedExchange> how) {
+  const Plan::Pricing pricing = plan.pricing ? *plan.pricing : price_levels(sel, plan);
+  const auto& levels = pricing.levels;
+  CompressedPrediction out;
+  if (levels.empty()) return out;
+  const bool split = plan.kind == Plan::Kind::split_rail;
+  const topology::Descent d = split ? topology::split_rail_descent(levels, bytes)
+                                    : topology::leader_descent(CollectiveKind::allreduce, levels, bytes);
+  const int p = levels.back().size;
+  const auto n = static_cast<std::size_t>(d.top_bytes / sizeof(float));
+  collectives::EncodedShape shape = quant::encoded_shape(codec, n);
+  // Every rail crosses at once (as split_rail_compressed_allreduce tells the chooser).
+  shape.sharing = split ? static_cast<double>(plan.world_size) / std::max(1, p) : 1;
+  out.exchange = how ? *how : sel.encoded_exchange(plan.mine.back(), shape);
+  out.cost = d.cost + topology::predict_compressed(out.exchange, p, shape, levels.back().cost);
+  out.top_bytes = d.top_bytes;
+  const double q = p;
+  out.wan_bytes = p < 2 ? 0
+                  : out.exchange == collectives::EncodedExchange::gather || p == 2
+                      ? (q - 1) * shape.encoded_bytes
+                      : 2 * (q - 1) / q * shape.encoded_bytes;
+  out.exact_wan_bytes = 2 * (q - 1) / q * d.top_bytes;
+  return out;
 }
 
 }  // namespace strata::hierarchy

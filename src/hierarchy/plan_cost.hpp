@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "hierarchy/plan.hpp"
+#include "quant/codec.hpp"
 #include "topology/cost_model.hpp"
 #include "topology/selector.hpp"
 
@@ -24,5 +26,19 @@ bool prefers_latency_path(const Plan::Pricing& pricing, CollectiveKind kind, std
 
 // The plan's predicted time, taking the path the plan will take.
 topology::Cost predict_plan(const topology::Selector& sel, const Plan& plan, CollectiveKind kind, double bytes);
+
+// A compressed allreduce (allreduce with a lossy codec) of `bytes` on the plan: exact
+// below the top level, the codec's exchange across regions, `how` or else the one the
+// selector picks for rank 0's top group (so what the communicator will run).
+struct CompressedPrediction {
+  topology::Cost cost;
+  collectives::EncodedExchange exchange = collectives::EncodedExchange::gather;
+  double top_bytes = 0;       // dense bytes each top-level member reduces
+  double wan_bytes = 0;       // what a top-level member sends across regions
+  double exact_wan_bytes = 0; // the same for the exact plan (a ring on the top level)
+};
+CompressedPrediction predict_compressed_plan(const topology::Selector& sel, const Plan& plan, const quant::Codec& codec,
+                                             double bytes,
+                                             std::optional<collectives::EncodedExchange> how = std::nullopt);
 
 }  // namespace strata::hierarchy
