@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <string>
 
+#include "base/listener.hpp"
 #include "wan/emulation.hpp"
 
 namespace strata::nccl_net {
@@ -30,6 +31,7 @@ struct Config {
   int latency_us = -1;          // STRATA_NET_LATENCY_US (-1: not set)
   std::chrono::seconds connect_timeout{120};  // STRATA_NET_CONNECT_TIMEOUT_S, accept's handshake too
   IntraPath intra = IntraPath::ucx;           // STRATA_NET_INTRA=ucx|tcp
+  net::PortRange ports;                       // STRATA_PORT_RANGE: listen and rejoin ports
 };
 
 // Throws NetError(invalid_usage) naming a malformed variable.

@@ -32,6 +32,7 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
     opt_.rejoin = true;
     opt_.reconnect_for = config.reconnect_for;
     opt_.socket_buffer = config.socket_buffer;
+    opt_.ports = config.ports;
     opt_.cut_after = config.emulation.cut_after;
     opt_.tls = plugin_tls();
     // Each TLS record's AES-GCM tag already authenticates its bytes, and one that fails
@@ -96,7 +97,7 @@ bool Connector::advance(Out& o) {
   // The rejoin port goes into every hello, so it is opened before the first is written.
   if (opt_.rejoin && !rejoins_) {
     rejoins_ = RejoinListener(o.wire.fd(), streams_[0].hello.conn_id, static_cast<int>(streams_.size()),
-                              opt_.socket_buffer, opt_.tls);
+                              opt_.socket_buffer, opt_.tls, opt_.ports);
     for (Out& each : streams_) each.hello.reserved = rejoins_.port();
   }
   if (!o.proven) {

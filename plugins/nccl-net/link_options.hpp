@@ -13,6 +13,7 @@
 // (wire.hpp), and frames carry no payload CRC: each TLS record's tag authenticates it.
 #pragma once
 
+#include "base/listener.hpp"
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,7 @@ struct LinkOptions {
   int socket_buffer = 0;                           // redialled streams' SO_SNDBUF/SO_RCVBUF
   ssl_ctx_st* tls = nullptr;     // striped: the streams' TLS context (null: clear text)
   std::uint64_t cut_after = 0;  // emulated: stream 0 is cut once after this many frames
+  net::PortRange ports;         // where the rejoin listener takes its port (STRATA_PORT_RANGE)
 };
 
 }  // namespace strata::nccl_net

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "errors.hpp"
+#include "strata/errors.hpp"
 
 namespace strata::nccl_net {
 
@@ -60,20 +61,15 @@ std::string describe(const sockaddr_storage& addr) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
-Fd listen_on(const sockaddr_storage& addr, socklen_t len, std::uint16_t* port) {
-  Fd fd = make_socket(addr.ss_family);
-  sockaddr_storage bind_addr = addr;
-  set_port(bind_addr, 0);
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&bind_addr), len) != 0)
-    fail(("bind " + describe(bind_addr)).c_str(), errno);
-  if (::listen(fd.get(), SOMAXCONN) != 0) fail("listen", errno);
-  sockaddr_storage bound{};
-  socklen_t bound_len = sizeof bound;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0)
-    fail("getsockname", errno);
-  *port = bound.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port)
-                                     : ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-  return fd;
+Fd listen_on(const sockaddr_storage& addr, socklen_t len, const net::PortRange& ports, const char* who,
+             std::uint16_t* port, int socket_buffer) {
+  try {
+    const auto l = net::listen_in_range(addr, len, ports, who, socket_buffer, true);
+    *port = l.port;
+    return Fd(l.fd);
+  } catch (const TransportError& e) {
+    throw NetError(abi::system_error, e.what());
+  }
 }
 
 Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer) {

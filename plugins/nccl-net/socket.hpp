@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/listener.hpp"
+
 namespace strata::nccl_net {
 
 class Fd {
@@ -32,7 +34,10 @@ class Fd {
 std::string describe(const sockaddr_storage& addr);
 
 // Bound to `addr` with an ephemeral port, listening; the chosen port goes to *port.
-Fd listen_on(const sockaddr_storage& addr, socklen_t len, std::uint16_t* port);
+// At a port of `ports` (STRATA_PORT_RANGE; any when unset), non-blocking; `who` names it
+// in errors; socket_buffer > 0 sets the buffers accepted sockets inherit.
+Fd listen_on(const sockaddr_storage& addr, socklen_t len, const net::PortRange& ports, const char* who,
+             std::uint16_t* port, int socket_buffer = 0);
 // A connect in progress (or done). buffer > 0 sets SO_SNDBUF/SO_RCVBUF first.
 Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer);
 // True once connected; false while in progress; throws if the connect failed.

@@ -9,14 +9,14 @@ namespace {
 constexpr std::size_t kMaxIncoming = 16;
 }  // namespace
 
-RejoinListener::RejoinListener(int stream, std::uint64_t conn_id, int streams, int socket_buffer, ssl_ctx_st* tls)
+RejoinListener::RejoinListener(int stream, std::uint64_t conn_id, int streams, int socket_buffer, ssl_ctx_st* tls,
+                               const net::PortRange& ports)
     : tls_(tls), conn_id_(conn_id), streams_(streams) {
   socklen_t len = 0;
   const sockaddr_storage here = local_address(stream, &len);
-  fd_ = listen_on(here, len, &port_);
   // Accepted sockets inherit the listener's buffers, and with them the window scale
   // their handshake negotiates.
-  if (socket_buffer > 0) set_buffers(fd_.get(), socket_buffer);
+  fd_ = listen_on(here, len, ports, "NCCL net plugin (rejoin port)", &port_, socket_buffer);
 }
 
 int RejoinListener::poll(Wire* out) {

@@ -30,7 +30,8 @@ class RejoinListener {
   // Listens on the address of our end of `stream` (the interface that reaches the peer);
   // redialled streams get `socket_buffer` (> 0) as their SO_SNDBUF/SO_RCVBUF, and run in
   // TLS when `tls` is set.
-  RejoinListener(int stream, std::uint64_t conn_id, int streams, int socket_buffer, ssl_ctx_st* tls);
+  RejoinListener(int stream, std::uint64_t conn_id, int streams, int socket_buffer, ssl_ctx_st* tls,
+                 const net::PortRange& ports);
   explicit operator bool() const { return static_cast<bool>(fd_); }
   std::uint16_t port() const { return port_; }
   // A stream that came back: its index and socket; index -1 while none has. Connections

@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "core/link_settings.hpp"
+#include "transport/ucx/ucx_ports.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 
@@ -17,6 +19,7 @@ std::mutex& context_mutex() {
 }
 
 ucp_context_h make_context() {
+  transport::limit_ucx_tcp_ports(detail::socket_settings().ports);
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);  // honours UCX_* variables
   if (s != UCS_OK) ucx_failure("ucp_config_read", s, abi::system_error);

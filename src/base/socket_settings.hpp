@@ -6,6 +6,8 @@
 #include <chrono>
 #include <string>
 
+#include "base/listener.hpp"
+
 namespace strata::net {
 
 struct SocketSettings {
@@ -18,6 +20,8 @@ struct SocketSettings {
   std::chrono::milliseconds handshake{10000};
   // Idle time before the kernel's keepalive probes a connection (STRATA_KEEPALIVE_S).
   std::chrono::milliseconds keepalive{15000};
+  // The ports every listener takes its port from (STRATA_PORT_RANGE); any by default.
+  PortRange ports;
 };
 
 }  // namespace strata::net

@@ -1,5 +1,7 @@
 #include "bootstrap/control_mesh.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -77,11 +79,14 @@ class ControlMesh::Impl {
     const auto addr = asio::ip::make_address(bind_host, ec);
     if (ec) throw TransportError("control mesh: cannot listen on '" + bind_host + "': not an IP address");
     published_ = addr;
-    const tcp::endpoint ep(net::bind_address(addr, timing.bind_any), 0);
-    acceptor_.open(ep.protocol());
-    acceptor_.bind(ep, ec);
-    if (ec) throw TransportError("control mesh: cannot listen on " + bind_host + ": " + sys::describe(ec));
-    acceptor_.listen(asio::socket_base::max_listen_connections);
+    const auto bind = net::bind_address(addr, timing.bind_any);
+    const auto l = net::listen_in_range(bind.to_string(), timing.ports, "control mesh of rank " + std::to_string(rank), 0,
+                                        true);
+    acceptor_.assign(bind.is_v6() ? tcp::v6() : tcp::v4(), l.fd, ec);
+    if (ec) {
+      ::close(l.fd);
+      throw TransportError("control mesh: cannot listen on " + bind_host + ": " + sys::describe(ec));
+    }
     net::accept_forever(acceptor_, accept_retry_, accept_trouble_, [this](tcp::socket s) { adopt(std::move(s)); });
     thread_ = std::thread([this] { io_.run(); });
   }

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "base/listener.hpp"
 #include "bootstrap/job_secret.hpp"
 #include "bootstrap/store.hpp"
 
@@ -59,6 +60,7 @@ struct MeshTiming {
   std::chrono::milliseconds keepalive{0};  // STRATA_KEEPALIVE_S: the idle time after which a connection is probed
   std::chrono::milliseconds handshake{10000};  // STRATA_HANDSHAKE_S: for a connection to prove itself
   bool bind_any = false;                       // net::bind_address
+  net::PortRange ports;                        // STRATA_PORT_RANGE
 };
 
 class ControlMesh {

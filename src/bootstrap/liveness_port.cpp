@@ -43,7 +43,7 @@ void forget_in_child() {
 
 }  // namespace
 
-std::string liveness_address(const std::string& host, bool bind_any) {
+std::string liveness_address(const std::string& host, const net::SocketSettings& sockets) {
   static std::once_flag hooked;
   std::call_once(hooked, [] { ::pthread_atfork(nullptr, nullptr, forget_in_child); });
   Port& p = port();
@@ -53,31 +53,12 @@ std::string liveness_address(const std::string& host, bool bind_any) {
   const auto published = boost::asio::ip::make_address(host, ec);
   if (ec) throw TransportError("liveness port: '" + host + "' is not an IP address");
   // Like every listener of the job: the job's address, or all with STRATA_SOCKET_BIND_ANY.
-  const std::string bind = net::bind_address(published, bind_any).to_string();
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
-  if (::inet_pton(AF_INET, bind.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    len = sizeof *v4;
-  } else if (::inet_pton(AF_INET6, bind.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    len = sizeof *v6;
-  } else {
-    throw TransportError("liveness port: '" + host + "' is not an IP address");
-  }
-  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 64) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-    const std::string why = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    throw TransportError("liveness port on " + host + ": " + why);
-  }
-  const unsigned short n = ntohs(ss.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
+  const auto bind = net::bind_address(published, sockets.bind_any);
+  const auto l = net::listen_in_range(bind.to_string(), sockets.ports, "liveness port");
+  const int fd = l.fd;
   p.fd = fd;
   p.pid = ::getpid();
-  p.address = (ss.ss_family == AF_INET6 ? "[" + host + "]" : host) + ":" + std::to_string(n);
+  p.address = (published.is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(l.port);
   // Connections are taken and closed at once, for the life of the process.
   std::thread([fd] {
     for (;;) {

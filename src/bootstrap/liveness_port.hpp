@@ -6,6 +6,7 @@
 // closes, and reveals nothing but that the process lives.
 #pragma once
 
+#include "base/socket_settings.hpp"
 #include <string>
 
 namespace strata::bootstrap {
@@ -13,6 +14,6 @@ namespace strata::bootstrap {
 // "ip:port" of this process's port, listening on `host` (the wildcard of its family
 // with bind_any; the first call's host: later ones get the same port). A child forked
 // from this process gets a port of its own.
-std::string liveness_address(const std::string& host, bool bind_any);
+std::string liveness_address(const std::string& host, const net::SocketSettings& sockets);
 
 }  // namespace strata::bootstrap

@@ -45,9 +45,9 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     const auto& sockets = settings_.fabric.sockets;
     mesh_ = std::make_unique<bootstrap::ControlMesh>(
         rank_, size_, transport::listen_host(store, sockets.ifaddr),
-        bootstrap::MeshTiming{settings_.heartbeat, sockets.keepalive, sockets.handshake, sockets.bind_any}, secret_);
+        bootstrap::MeshTiming{settings_.heartbeat, sockets.keepalive, sockets.handshake, sockets.bind_any, sockets.ports}, secret_);
     Published mine{mesh_->address(), {settings_.refused_text(), settings_.shared_text()}, "",
-                   bootstrap::liveness_address(mesh_->host(), sockets.bind_any)};
+                   bootstrap::liveness_address(mesh_->host(), sockets)};
     if (rank_ == 0) mine.lineage = s.lineage.empty() ? bootstrap::JobSecret::random().hex().substr(0, 32) : s.lineage;
     auto joined = exchange_localities(store, shape, deadline, timeout_, mine);
     refuse_disagreement(store, joined.settings, deadline);

@@ -36,6 +36,7 @@ net::SocketSettings socket_settings() {
   s.bind_any = config::get(config::socket_bind_any) != 0;
   s.handshake = std::chrono::milliseconds(std::llround(config::get(config::handshake_s) * 1000.0));
   s.keepalive = std::chrono::milliseconds(std::llround(config::get(config::keepalive_s) * 1000.0));
+  s.ports = net::parse_port_range(config::get(config::port_range));
   return s;
 }
 

@@ -1,6 +1,9 @@
 #include "transport/asio_endpoint.hpp"
 
+#include <unistd.h>
+
 #include "base/accept_loop.hpp"
+#include "base/listener.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::transport {
@@ -8,22 +11,21 @@ namespace strata::transport {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-AsioEndpoint::AsioEndpoint(const std::string& who, int rank, const std::string& bind_host, bool bind_any,
-                           int socket_buffer)
+AsioEndpoint::AsioEndpoint(const std::string& who, int rank, const std::string& bind_host,
+                           const net::SocketSettings& sockets, int socket_buffer)
     : who_(who), accept_trouble_(who + " on rank " + std::to_string(rank)) {
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(bind_host, ec);
   if (ec) throw TransportError(who_ + ": cannot listen on '" + bind_host + "': not an IP address");
   published_ = addr;
-  const tcp::endpoint ep(net::bind_address(addr, bind_any), 0);
-  acceptor_.open(ep.protocol());
-  if (socket_buffer > 0) {
-    acceptor_.set_option(asio::socket_base::receive_buffer_size(socket_buffer), ec);
-    acceptor_.set_option(asio::socket_base::send_buffer_size(socket_buffer), ec);
+  const auto bind = net::bind_address(addr, sockets.bind_any);
+  const auto l = net::listen_in_range(bind.to_string(), sockets.ports, who_ + " on rank " + std::to_string(rank),
+                                      socket_buffer, true);
+  acceptor_.assign(bind.is_v6() ? tcp::v6() : tcp::v4(), l.fd, ec);
+  if (ec) {
+    ::close(l.fd);
+    throw TransportError(who_ + ": cannot listen on " + bind_host + ": " + ec.message());
   }
-  acceptor_.bind(ep, ec);
-  if (ec) throw TransportError(who_ + ": cannot listen on " + bind_host + ": " + ec.message());
-  acceptor_.listen(asio::socket_base::max_listen_connections);
 }
 
 std::string AsioEndpoint::address() const {

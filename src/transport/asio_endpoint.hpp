@@ -13,6 +13,7 @@
 
 #include "base/accept_loop.hpp"
 #include "base/asio.hpp"
+#include "base/socket_settings.hpp"
 #include "base/sys_errors.hpp"
 #include "transport/abort_state.hpp"
 #include "transport/asio_waiter.hpp"
@@ -24,7 +25,9 @@ class AsioEndpoint {
   // Listens on bind_host (an IP address) at once; `who` ("tcp transport") names the
   // transport in errors. socket_buffer > 0 sets SO_RCVBUF and SO_SNDBUF on the listener
   // before it listens, so accepted sockets inherit them and window scaling covers them.
-  AsioEndpoint(const std::string& who, int rank, const std::string& bind_host, bool bind_any, int socket_buffer = 0);
+  // Its port comes from sockets.ports; it binds the wildcard with sockets.bind_any.
+  AsioEndpoint(const std::string& who, int rank, const std::string& bind_host, const net::SocketSettings& sockets,
+               int socket_buffer = 0);
 
   boost::asio::io_context& io() { return io_; }
   std::string address() const;  // "ip:port" to publish

@@ -35,8 +35,9 @@ class AsioTransport : public Transport, public LinkReport {
     return r;
   }
 
-  AsioTransport(const std::string& who, int rank, const std::string& bind_host, bool bind_any, int socket_buffer = 0)
-      : net_(who, rank, bind_host, bind_any, socket_buffer), rank_(rank) {}
+  AsioTransport(const std::string& who, int rank, const std::string& bind_host, const net::SocketSettings& sockets,
+                int socket_buffer = 0)
+      : net_(who, rank, bind_host, sockets, socket_buffer), rank_(rank) {}
   // In the base, so built before the transport's sockets and timers and destroyed after
   // them: they live on its io_context.
   AsioEndpoint net_;

@@ -25,8 +25,9 @@ struct FabricSettings {
 std::unique_ptr<Transport> make_tcp_transport(int rank, int size, bootstrap::Store& store,
                                               Clock::time_point deadline, const bootstrap::JobSecret& secret,
                                               const FabricSettings& settings);
+// UCX's own TCP transport listens in `ports` too, unless UCX_TCP_PORT_RANGE says otherwise.
 std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline);
+                                              Clock::time_point deadline, const net::PortRange& ports = {});
 
 // The transport of `kind`, with the host's shared segment (host_segment.hpp) agreed
 // among the ranks of this machine: built here, the same way whichever fabric joins them.

@@ -1,5 +1,7 @@
+#include "listening_ports.hpp"
 #include "traffic.hpp"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -123,6 +125,17 @@ Conn connect_pair(NetApi& net, Channel& ch, int dev, std::chrono::seconds timeou
     if (!c.recv) expect_ok(net.accept(c.listen, &c.recv), "accept");
     check_deadline(deadline, "connection setup");
     if (!c.send || !c.recv) std::this_thread::yield();
+  }
+  // With STRATA_PORT_RANGE, everything the plugin listens on by now (the listen port, the
+  // rejoin port of a striped connection, UCX's) lies in it.
+  if (const char* range = std::getenv("STRATA_PORT_RANGE"); range && *range) {
+    const std::string r = range;
+    const unsigned lo = static_cast<unsigned>(std::stoul(r)), hi = static_cast<unsigned>(std::stoul(r.substr(r.find('-') + 1)));
+    const auto ports = test::listening_ports();
+    if (ports.empty()) throw std::runtime_error("STRATA_PORT_RANGE=" + r + ": the plugin listens on no port");
+    for (unsigned p : ports)
+      if (p < lo || p > hi)
+        throw std::runtime_error("STRATA_PORT_RANGE=" + r + ": the plugin listens on port " + std::to_string(p));
   }
   return c;
 }

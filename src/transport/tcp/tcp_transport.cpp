@@ -21,7 +21,7 @@ constexpr std::size_t kMaxBatch = 64;               // frames per writev
 
 TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host, const bootstrap::JobSecret& secret,
                            std::size_t unexpected_budget, const net::SocketSettings& sockets)
-    : AsioTransport("tcp transport", rank, bind_host, sockets.bind_any),
+    : AsioTransport("tcp transport", rank, bind_host, sockets),
       gate_("tcp transport of rank " + std::to_string(rank), secret, bootstrap::auth::Channel::tcp, 4,
             bootstrap::auth::GateLimits{sockets.handshake}),
       out_(size),

@@ -12,6 +12,7 @@
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 #include "transport/host_segment.hpp"
+#include "transport/ucx/ucx_ports.hpp"
 
 namespace strata::transport {
 
@@ -32,7 +33,8 @@ void check(ucs_status_t status, const char* what) {
 
 }  // namespace
 
-UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store, Clock::time_point deadline)
+UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store, Clock::time_point deadline,
+                           const net::PortRange& ports)
     : rank_(rank), size_(size) {
   if (size <= 0 || rank < 0 || rank >= size)
     throw InvalidArgument("ucx: rank " + std::to_string(rank) + " outside a world of " +
@@ -46,7 +48,7 @@ UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store, Clock::t
   ep_contexts_.reserve(size);
   for (int p = 0; p < size; ++p) ep_contexts_.push_back(EpContext{this, p});
   try {
-    init_ucx();
+    init_ucx(ports);
     exchange_addresses(store, deadline);
   } catch (...) {
     // The destructor does not run for a half-built object.
@@ -56,7 +58,8 @@ UcxTransport::UcxTransport(int rank, int size, bootstrap::Store& store, Clock::t
   }
 }
 
-void UcxTransport::init_ucx() {
+void UcxTransport::init_ucx(const net::PortRange& ports) {
+  limit_ucx_tcp_ports(ports);
   ucp_config_t* config = nullptr;
   check(ucp_config_read(nullptr, nullptr, &config), "reading UCX configuration");
   ucp_params_t params{};
@@ -256,8 +259,8 @@ UcxTransport::~UcxTransport() {
 }
 
 std::unique_ptr<Transport> make_ucx_transport(int rank, int size, bootstrap::Store& store,
-                                              Clock::time_point deadline) {
-  return std::make_unique<UcxTransport>(rank, size, store, deadline);
+                                              Clock::time_point deadline, const net::PortRange& ports) {
+  return std::make_unique<UcxTransport>(rank, size, store, deadline, ports);
 }
 
 }  // namespace strata::transport

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/listener.hpp"
 #include "bootstrap/store.hpp"
 #include "transport/abort_state.hpp"
 #include "transport/transport.hpp"
@@ -24,7 +25,8 @@ namespace strata::transport {
 
 class UcxTransport final : public Transport, public LinkReport {
  public:
-  UcxTransport(int rank, int size, bootstrap::Store& store, Clock::time_point deadline);
+  UcxTransport(int rank, int size, bootstrap::Store& store, Clock::time_point deadline,
+               const net::PortRange& ports = {});
   ~UcxTransport() override;
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
@@ -59,7 +61,7 @@ class UcxTransport final : public Transport, public LinkReport {
                       void* user);
   static void on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
-  void init_ucx();
+  void init_ucx(const net::PortRange& ports);
   void exchange_addresses(bootstrap::Store& store, Clock::time_point deadline);
   ucp_ep_h endpoint(int peer);
   std::shared_ptr<UcxRequest> start(UcxRequest::Kind kind, int peer, std::size_t size);
