@@ -7,10 +7,12 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 
+#include "base/keepalive.hpp"
 #include "errors.hpp"
 #include "strata/errors.hpp"
 
@@ -25,6 +27,13 @@ namespace {
   throw NetError(code, std::string(what) + ": " + std::strerror(err));
 }
 
+std::atomic<long long> g_keepalive_ms{0};
+
+void keep_alive(int fd) {
+  net::keep_alive(fd, std::chrono::milliseconds(g_keepalive_ms.load(std::memory_order_relaxed)),
+                  std::chrono::milliseconds(0));
+}
+
 Fd make_socket(int family) {
   Fd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) fail("socket", errno);
@@ -32,6 +41,8 @@ Fd make_socket(int family) {
 }
 
 }  // namespace
+
+void keep_sockets_alive(std::chrono::milliseconds idle) { g_keepalive_ms.store(idle.count(), std::memory_order_relaxed); }
 
 Fd& Fd::operator=(Fd&& o) noexcept {
   if (this != &o) {
@@ -75,6 +86,7 @@ Fd listen_on(const sockaddr_storage& addr, socklen_t len, const net::PortRange& 
 Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer) {
   Fd fd = make_socket(addr.ss_family);
   set_nodelay(fd.get());
+  keep_alive(fd.get());
   // Before connect, so the window scale negotiated in the handshake allows the buffer.
   if (buffer > 0) set_buffers(fd.get(), buffer);
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0 && errno != EINPROGRESS)
@@ -132,6 +144,7 @@ Fd accept_one(int listen_fd) {
   const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd >= 0) {
     set_nodelay(fd);
+    keep_alive(fd);
     return Fd(fd);
   }
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return Fd();

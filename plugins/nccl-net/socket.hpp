@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -34,6 +35,11 @@ class Fd {
 std::string describe(const sockaddr_storage& addr);
 
 // Bound to `addr` with an ephemeral port, listening; the chosen port goes to *port.
+// Idle time after which the kernel probes every socket the plugin dials or accepts from
+// now on (STRATA_KEEPALIVE_S; 0: none). The plugin's settings are the process's, read once
+// at init, so this is too.
+void keep_sockets_alive(std::chrono::milliseconds idle);
+
 // At a port of `ports` (STRATA_PORT_RANGE; any when unset), non-blocking; `who` names it
 // in errors; socket_buffer > 0 sets the buffers accepted sockets inherit.
 Fd listen_on(const sockaddr_storage& addr, socklen_t len, const net::PortRange& ports, const char* who,

@@ -62,6 +62,31 @@ void every_listener_in_range(const char* transport) {
 TEST(PortRange, EveryListenerOverTcpIsInTheRange) { every_listener_in_range("tcp"); }
 TEST(PortRange, EveryListenerOverUcxIsInTheRange) { every_listener_in_range("ucx"); }
 
+// Keepalive on every connection a job holds (transport, WAN link, control mesh, store):
+// a middlebox that forgets idle flows sees probes on each well before it would.
+void every_connection_kept_alive(const char* transport) {
+  const std::string root = free_root_address();
+  auto results = fork_ranks(4, std::chrono::seconds(60), [&](int rank) {
+    ::setenv("STRATA_REGION", rank < 2 ? "us" : "eu", 1);
+    ::setenv("STRATA_HOST", rank < 2 ? "u0" : "e0", 1);
+    ::setenv("STRATA_TRANSPORT", transport, 1);
+    ::setenv("STRATA_TIMEOUT_S", "30", 1);
+    Communicator comm(rank, 4, root);
+    std::vector<float> v(100000, 1.0f);
+    comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum).wait();
+    comm.barrier().wait();
+    const auto bare = connections_without_keepalive();
+    std::string list;
+    for (const auto& c : bare) list += " " + c;
+    require(bare.empty(), "rank " + std::to_string(rank) + ": connections without keepalive:" + list);
+    comm.barrier().wait();
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Keepalive, EveryConnectionOverTcp) { every_connection_kept_alive("tcp"); }
+TEST(Keepalive, EveryConnectionOverUcx) { every_connection_kept_alive("ucx"); }
+
 // Two ranks on one host need eight ports; three are not enough, and creation says so.
 TEST(PortRange, ARangeTooSmallFailsCreationNamingIt) {
   const auto [lo, hi] = test_range(3);

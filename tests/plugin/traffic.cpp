@@ -126,6 +126,13 @@ Conn connect_pair(NetApi& net, Channel& ch, int dev, std::chrono::seconds timeou
     check_deadline(deadline, "connection setup");
     if (!c.send || !c.recv) std::this_thread::yield();
   }
+  // Every stream the plugin holds is probed when idle (STRATA_KEEPALIVE_S). Checked
+  // before any traffic, so no retransmit timer stands in for the keepalive one.
+  if (const auto bare = test::connections_without_keepalive(); !bare.empty()) {
+    std::string list;
+    for (const auto& b : bare) list += " " + b;
+    throw std::runtime_error("plugin connections without keepalive:" + list);
+  }
   // With STRATA_PORT_RANGE, everything the plugin listens on by now (the listen port, the
   // rejoin port of a striped connection, UCX's) lies in it.
   if (const char* range = std::getenv("STRATA_PORT_RANGE"); range && *range) {

@@ -3,9 +3,14 @@
 #pragma once
 
 #include <set>
+#include <string>
 
 namespace strata::test {
 
 std::set<unsigned> listening_ports();
+
+// This process's established TCP connections, "local_port->remote_port", without
+// SO_KEEPALIVE.
+std::set<std::string> connections_without_keepalive();
 
 }  // namespace strata::test

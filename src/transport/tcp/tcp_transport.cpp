@@ -1,5 +1,6 @@
 #include "transport/tcp/tcp_transport.hpp"
 
+#include "base/keepalive.hpp"
 #include "transport/tcp/tcp_request.hpp"
 
 #include <cstring>
@@ -26,7 +27,8 @@ TcpTransport::TcpTransport(int rank, int size, const std::string& bind_host, con
             bootstrap::auth::GateLimits{sockets.handshake}),
       out_(size),
       in_(size),
-      unexpected_budget_(unexpected_budget) {
+      unexpected_budget_(unexpected_budget),
+      keepalive_(sockets.keepalive) {
   accept();
 }
 
@@ -47,6 +49,7 @@ void TcpTransport::accept() {
   net_.accept([this](tcp::socket s) {
     boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
+    net::keep_alive(s.native_handle(), keepalive_, std::chrono::milliseconds(0));
     read_hello(std::make_shared<tcp::socket>(std::move(s)));
   });
 }
@@ -131,6 +134,7 @@ void TcpTransport::connect(int peer) {
     auto& o = out_[peer];
     if (ec) return fail_outbound(peer, "cannot connect to " + net_.peer_address(peer) + ": " + sys::describe(ec));
     o.sock->set_option(tcp::no_delay(true), ec);
+    net::keep_alive(o.sock->native_handle(), keepalive_, std::chrono::milliseconds(0));
     const auto me = static_cast<std::uint32_t>(rank_);
     bootstrap::auth::Bytes payload(sizeof me);
     std::memcpy(payload.data(), &me, sizeof me);

@@ -105,6 +105,9 @@ class TcpTransport : public AsioTransport {
   std::vector<int> dirty_;
   BufferPool pool_{std::size_t{256} << 20};  // unexpected messages' staging
   const std::size_t unexpected_budget_;
+  // Idle time before the kernel probes a connection (STRATA_KEEPALIVE_S): a peer in
+  // another region reached without the WAN link crosses the same middleboxes.
+  const std::chrono::milliseconds keepalive_;
   std::size_t unexpected_held_ = 0;  // bytes of unexpected frames from peers, not yet received
   bool abort_applied_ = false;
 };
