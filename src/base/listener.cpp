@@ -132,4 +132,26 @@ Listening listen_in_range(const std::string& ip, const PortRange& ports, const s
   return listen_in_range(ss, len, ports, who, socket_buffer, nonblocking);
 }
 
+std::string advertised(const std::string& address, const std::string& advertise) {
+  if (advertise.empty()) return address;
+  const std::string port = address.substr(address.rfind(':') + 1);
+  const bool v6 = advertise.find(':') != std::string::npos;
+  return address + "|" + (v6 ? "[" + advertise + "]" : advertise) + ":" + port;
+}
+
+std::string reachable(const std::string& published, bool same_region) {
+  const auto bar = published.find('|');
+  if (bar == std::string::npos) return published;
+  return same_region ? published.substr(0, bar) : published.substr(bar + 1);
+}
+
+std::string checked_advertise(const std::string& text) {
+  if (text.empty()) return text;
+  in6_addr a6{};
+  in_addr a4{};
+  if (::inet_pton(AF_INET, text.c_str(), &a4) != 1 && ::inet_pton(AF_INET6, text.c_str(), &a6) != 1)
+    throw InvalidArgument("STRATA_ADVERTISE_ADDR='" + text + "': not an IP address");
+  return text;
+}
+
 }  // namespace strata::net

@@ -42,4 +42,14 @@ Listening listen_in_range(const sockaddr_storage& addr, socklen_t len, const Por
 Listening listen_in_range(const std::string& ip, const PortRange& ports, const std::string& who, int socket_buffer = 0,
                           bool nonblocking = false);
 
+// Behind NAT a listener is reached at another address than the one it binds
+// (STRATA_ADVERTISE_ADDR), on the same port. A published address then carries both,
+// "10.0.0.5:40001|203.0.113.7:40001"; a peer in the same region dials the first, one in
+// another region the second.
+std::string advertised(const std::string& address, const std::string& advertise);  // "" advertise: address
+std::string reachable(const std::string& published, bool same_region);
+// The address, checked to be an IP address ("" stays ""); InvalidArgument naming
+// STRATA_ADVERTISE_ADDR otherwise.
+std::string checked_advertise(const std::string& text);
+
 }  // namespace strata::net

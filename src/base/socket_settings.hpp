@@ -22,6 +22,9 @@ struct SocketSettings {
   std::chrono::milliseconds keepalive{15000};
   // The ports every listener takes its port from (STRATA_PORT_RANGE); any by default.
   PortRange ports;
+  // The IP address peers in other regions dial instead of the listening one
+  // (STRATA_ADVERTISE_ADDR: a NAT's public side forwarding the same ports); "" for none.
+  std::string advertise;
 };
 
 }  // namespace strata::net

@@ -61,6 +61,11 @@ std::string seconds(std::chrono::milliseconds d) {
   return s;
 }
 
+// What to check when ranks cannot reach each other across regions.
+constexpr const char* kReachHint =
+    "a rank behind NAT needs STRATA_ADVERTISE_ADDR (the address other regions reach it at), and a firewall "
+    "between regions must let through STRATA_PORT_RANGE (set it on every rank to ports it opens)";
+
 bool reliable(Message::Kind k) {
   return k == Message::NOTICE || k == Message::PUT || k == Message::GOODBYE;
 }
@@ -186,11 +191,16 @@ class ControlMesh::Impl {
     const bool all = cv_.wait_until(lock, deadline, [&] { return up_ + 1 == static_cast<int>(peers_.size()) || !failed_.empty(); });
     if (!failed_.empty()) throw TransportError("control mesh on rank " + std::to_string(rank_) + ": " + failed_);
     if (!all) {
-      std::string missing;
-      for (std::size_t r = 0; r < peers_.size(); ++r)
-        if (static_cast<int>(r) != rank_ && !connected_[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      std::string missing, unreachable;
+      for (std::size_t r = 0; r < peers_.size(); ++r) {
+        if (static_cast<int>(r) == rank_ || connected_[r]) continue;
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (!dial_errors_[r].empty())
+          unreachable += "; rank " + std::to_string(r) + " is not reachable at " + dial_errors_[r];
+      }
       throw TimeoutError("control mesh on rank " + std::to_string(rank_) + ": rank(s) " + missing +
-                         " did not connect before the deadline");
+                         " did not connect before the deadline" + unreachable + " (the ranks dial those above them; " +
+                         "this rank listens at " + address() + "); " + kReachHint);
     }
     lock.unlock();
     std::promise<void> started;
@@ -334,7 +344,13 @@ class ControlMesh::Impl {
     auto c = std::make_shared<Conn>(tcp::socket(io_));
     connect_to(r, c, [this, r, c](boost::system::error_code ec) {
       if (ec) {
-        if (Clock::now() >= dial_deadline_) return fail_connect("cannot reach rank " + std::to_string(r) + ": " + sys::describe(ec));
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          dial_errors_[static_cast<std::size_t>(r)] = addresses_[static_cast<std::size_t>(r)] + ": " + sys::describe(ec);
+        }
+        if (Clock::now() >= dial_deadline_)
+          return fail_connect("cannot reach rank " + std::to_string(r) + " at " + addresses_[static_cast<std::size_t>(r)] +
+                              ": " + sys::describe(ec) + "; " + kReachHint);
         auto retry = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
         retry->async_wait([this, r, retry](boost::system::error_code e) {
           if (!e) dial(r);
@@ -789,6 +805,8 @@ class ControlMesh::Impl {
   std::size_t table_bytes_ = 0;
   int up_ = 0;
   std::string failed_;
+  // Per peer, why the last dial of it failed ("10.0.0.5:40001: Network is unreachable").
+  std::vector<std::string> dial_errors_ = std::vector<std::string>(peers_.size());
 
   std::thread thread_;
 };

@@ -6,6 +6,7 @@
 #include <boost/system/system_error.hpp>
 
 #include "core/config.hpp"
+#include "base/listener.hpp"
 #include "base/log.hpp"
 #include "base/sys_errors.hpp"
 #include "bootstrap/liveness_port.hpp"
@@ -46,17 +47,27 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     mesh_ = std::make_unique<bootstrap::ControlMesh>(
         rank_, size_, transport::listen_host(store, sockets.ifaddr),
         bootstrap::MeshTiming{settings_.heartbeat, sockets.keepalive, sockets.handshake, sockets.bind_any, sockets.ports}, secret_);
-    Published mine{mesh_->address(), {settings_.refused_text(), settings_.shared_text()}, "",
-                   bootstrap::liveness_address(mesh_->host(), sockets)};
+    // Behind NAT, peers in other regions reach the mesh and the liveness port at the
+    // advertised address; they are resolved per peer once every region is known.
+    Published mine{net::advertised(mesh_->address(), sockets.advertise),
+                   {settings_.refused_text(), settings_.shared_text()},
+                   "",
+                   net::advertised(bootstrap::liveness_address(mesh_->host(), sockets), sockets.advertise)};
     if (rank_ == 0) mine.lineage = s.lineage.empty() ? bootstrap::JobSecret::random().hex().substr(0, 32) : s.lineage;
     auto joined = exchange_localities(store, shape, deadline, timeout_, mine);
     refuse_disagreement(store, joined.settings, deadline);
     lineage_ = joined.lineage;
     auto& all = joined.localities;
-    const auto& controls = joined.controls;
+    auto& controls = joined.controls;
     livenesses_.assign(joined.livenesses.begin(), joined.livenesses.begin() + size_);
     localities_.assign(all.begin(), all.begin() + size_);
     plan_levels();  // may move workers by the topology file's placements
+    for (int r = 0; r < size_; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      const bool near = localities_[i].region == localities_[static_cast<std::size_t>(rank_)].region;
+      controls[i] = net::reachable(controls[i], near);
+      livenesses_[i] = net::reachable(livenesses_[i], near);
+    }
     std::copy(localities_.begin(), localities_.end(), all.begin());
     transport_ = connect_world(store, kind_, shape, all, deadline, secret_, settings_.fabric);
     if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->report().profile().chunk_bytes;

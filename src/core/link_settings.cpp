@@ -37,6 +37,7 @@ net::SocketSettings socket_settings() {
   s.handshake = std::chrono::milliseconds(std::llround(config::get(config::handshake_s) * 1000.0));
   s.keepalive = std::chrono::milliseconds(std::llround(config::get(config::keepalive_s) * 1000.0));
   s.ports = net::parse_port_range(config::get(config::port_range));
+  s.advertise = net::checked_advertise(config::get(config::advertise_addr));
   return s;
 }
 

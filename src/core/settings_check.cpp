@@ -124,6 +124,13 @@ SettingsCheck check_settings(const CommOptions& opts) {
   if (ok(config::Id::handshake_s))
     sockets.handshake = std::chrono::milliseconds(std::llround(config::get(config::handshake_s) * 1000.0));
   sockets.keepalive = c.keepalive;
+  if (ok(config::Id::advertise_addr)) {
+    try {
+      sockets.advertise = net::checked_advertise(config::get(config::advertise_addr));
+    } catch (const InvalidArgument& e) {
+      c.refused.push_back(e.what());
+    }
+  }
   if (ok(config::Id::port_range)) {
     try {
       sockets.ports = net::parse_port_range(config::get(config::port_range));

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <random>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "fork_ranks.hpp"
 #include "listening_ports.hpp"
+#include "netns.hpp"
 #include "strata/strata.hpp"
 
 namespace strata::test {
@@ -112,6 +114,82 @@ TEST(PortRange, ARangeTooSmallFailsCreationNamingIt) {
     named += r.exit_code == 3;
   }
   EXPECT_GE(named, 1) << failures(results);
+}
+
+// Two regions, each behind NAT and a firewall that admits only its port range and the
+// rendezvous port (NetnsPair::behind_nat): ranks 0-1 in one, 2-3 in the other. Every
+// listener binds the region's private address; the other region reaches it at the
+// public one. `advertise`: STRATA_ADVERTISE_ADDR set to it; `ranged`: STRATA_PORT_RANGE
+// set to the ports the firewall opens. Each rank prints "OK" after an exact
+// hierarchical allreduce, or "ERROR: <what>" when creation failed.
+std::vector<RankResult> behind_nat(bool advertise, bool ranged) {
+  const NetnsPair net;
+  const auto [lo, hi] = test_range(40);
+  const unsigned root_port = hi + 1;
+  const std::string open = std::to_string(lo) + ":" + std::to_string(root_port);
+  net.behind_nat(0, open);
+  net.behind_nat(1, open);
+  // The rendezvous store is served by rank 0 on every interface, reached at region 0's
+  // public address (its own region's ranks too: their packets never leave the host).
+  const std::string root = net.address(0) + ":" + std::to_string(root_port);
+  return fork_ranks(4, std::chrono::seconds(90), [&](int r) {
+    const int side = r < 2 ? 0 : 1;
+    net.enter(side);
+    ::setenv("STRATA_REGION", side == 0 ? "a" : "b", 1);
+    ::setenv("STRATA_HOST", side == 0 ? "a0" : "b0", 1);
+    ::setenv("STRATA_SOCKET_IFADDR", net.private_address(side).c_str(), 1);
+    ::setenv("STRATA_SOCKET_BIND_ANY", "1", 1);
+    ::setenv("STRATA_JOB_SECRET", "nat test", 1);
+    ::setenv("STRATA_TRANSPORT", "tcp", 1);
+    ::setenv("STRATA_TIMEOUT_S", "8", 1);
+    if (advertise) ::setenv("STRATA_ADVERTISE_ADDR", net.address(side).c_str(), 1);
+    if (ranged) ::setenv("STRATA_PORT_RANGE", (std::to_string(lo) + "-" + std::to_string(hi)).c_str(), 1);
+    try {
+      Communicator comm(r, 4, root);
+      std::vector<float> v(300001, static_cast<float>(r + 1));
+      comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum).wait();
+      for (float x : v) require(x == 10.0f, "allreduce gave " + std::to_string(x));
+      comm.barrier().wait();
+      std::printf("OK\n");
+    } catch (const Error& e) {
+      std::printf("ERROR: %s\n", e.what());
+    }
+  });
+}
+
+int count_lines(const std::vector<RankResult>& rs, const std::string& what) {
+  int n = 0;
+  for (const auto& r : rs)
+    for (std::size_t at = 0; (at = r.output.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
+TEST(Nat, TwoRegionsBehindNatWithAdvertisedAddressesAndAPortRange) {
+  if (const auto why = NetnsPair::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const auto rs = behind_nat(true, true);
+  ASSERT_EQ(failures(rs), "");
+  EXPECT_EQ(count_lines(rs, "OK\n"), 4) << rs[0].output << rs[2].output;
+}
+
+// Without the advertised address the other region dials a private one it has no route
+// to, and creation fails naming the address and the setting.
+TEST(Nat, WithoutTheAdvertisedAddressCreationNamesIt) {
+  if (const auto why = NetnsPair::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const auto rs = behind_nat(false, true);
+  ASSERT_EQ(failures(rs), "");
+  EXPECT_EQ(count_lines(rs, "OK\n"), 0);
+  EXPECT_GE(count_lines(rs, "STRATA_ADVERTISE_ADDR"), 1) << rs[0].output << rs[2].output;
+  std::cout << rs[0].output << rs[2].output;
+}
+
+// Without the port range the listeners take ports the firewall drops.
+TEST(Nat, WithoutThePortRangeCreationNamesIt) {
+  if (const auto why = NetnsPair::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const auto rs = behind_nat(true, false);
+  ASSERT_EQ(failures(rs), "");
+  EXPECT_EQ(count_lines(rs, "OK\n"), 0);
+  EXPECT_GE(count_lines(rs, "STRATA_PORT_RANGE"), 1) << rs[0].output << rs[2].output;
+  std::cout << rs[0].output << rs[2].output;
 }
 
 }  // namespace

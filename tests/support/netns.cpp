@@ -86,4 +86,20 @@ void NetnsPair::forget_idle_flows(std::chrono::seconds idle, Forget how) const {
   // would be unknown, so the rules go in before any rank starts.
 }
 
+std::string NetnsPair::private_address(int side) const {
+  return "172.30." + std::to_string(subnet_) + "." + std::to_string(side + 1);
+}
+
+void NetnsPair::behind_nat(int side, const std::string& open) const {
+  const std::string ns = names_[side], veth = veth_[side];
+  // On loopback (this kernel has no dummy interfaces): local to side, routed nowhere else.
+  run_command("ip -n " + ns + " addr add " + private_address(side) + "/32 dev lo");
+  const std::string ipt = "ip netns exec " + ns + " iptables ";
+  run_command(ipt + "-t nat -A PREROUTING -i " + veth + " -p tcp -m multiport --dports " + open +
+              " -j DNAT --to-destination " + private_address(side));
+  run_command(ipt + "-A INPUT -i " + veth + " -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT");
+  run_command(ipt + "-A INPUT -i " + veth + " -p tcp -m multiport --dports " + open + " -j ACCEPT");
+  run_command(ipt + "-A INPUT -i " + veth + " -j DROP");
+}
+
 }  // namespace strata::test
