@@ -23,6 +23,7 @@ Config read_config() {
     c.socket_buffer = wan.socket_buffer;
     c.wan_streams = wan.streams;
     c.ports = wan.sockets.ports;
+    c.advertise = wan.sockets.advertise;
     c.keepalive = wan.keepalive;
     c.speed_mbps = static_cast<int>(config::get(config::net_speed_mbps));
     c.latency_us = static_cast<int>(config::get(config::net_latency_us));

@@ -32,6 +32,7 @@ struct Config {
   std::chrono::seconds connect_timeout{120};  // STRATA_NET_CONNECT_TIMEOUT_S, accept's handshake too
   IntraPath intra = IntraPath::ucx;           // STRATA_NET_INTRA=ucx|tcp
   net::PortRange ports;                       // STRATA_PORT_RANGE: listen and rejoin ports
+  std::string advertise;                      // STRATA_ADVERTISE_ADDR: in the handle, for other regions
   std::chrono::milliseconds keepalive{15000};  // STRATA_KEEPALIVE_S: every stream's idle probes
 };
 

@@ -13,8 +13,8 @@ namespace strata::nccl_net {
 
 Connector::Connector(const ListenHandle& handle, const Config& config)
     : nonce_(handle.nonce), deadline_(std::chrono::steady_clock::now() + config.connect_timeout) {
-  const socklen_t len = handle_address(handle, &addr_);
   const bool same_region = handle.region_hash == region_hash(config.region);
+  const socklen_t len = handle_address(handle, &addr_, same_region);
   char remote_region[sizeof handle.region + 1] = {};
   std::memcpy(remote_region, handle.region, sizeof handle.region);
   int count = 1;

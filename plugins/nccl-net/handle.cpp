@@ -1,5 +1,6 @@
 #include "handle.hpp"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/random.h>
 
@@ -28,7 +29,7 @@ std::uint64_t random_u64() {
 }
 
 ListenHandle make_handle(const sockaddr_storage& addr, std::uint16_t port, std::uint64_t nonce,
-                         const std::string& region) {
+                         const std::string& region, const std::string& advertise) {
   ListenHandle h{};
   h.magic = ListenHandle::kMagic;
   h.version = ListenHandle::kVersion;
@@ -38,6 +39,12 @@ ListenHandle make_handle(const sockaddr_storage& addr, std::uint16_t port, std::
     std::memcpy(h.addr, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, 4);
   else
     std::memcpy(h.addr, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, 16);
+  if (!advertise.empty()) {
+    if (::inet_pton(AF_INET, advertise.c_str(), h.public_addr) == 1)
+      h.public_family = AF_INET;
+    else if (::inet_pton(AF_INET6, advertise.c_str(), h.public_addr) == 1)
+      h.public_family = AF_INET6;
+  }
   h.nonce = nonce;
   h.region_hash = region_hash(region);
   std::strncpy(h.region, region.c_str(), sizeof h.region - 1);
@@ -64,19 +71,22 @@ void check_handle(const ListenHandle& h) {
     throw NetError(abi::invalid_argument, "connection handle was not written by this plugin's listen");
 }
 
-socklen_t handle_address(const ListenHandle& h, sockaddr_storage* out) {
+socklen_t handle_address(const ListenHandle& h, sockaddr_storage* out, bool same_region) {
   *out = {};
-  if (h.family == AF_INET) {
+  const bool advertised = !same_region && (h.public_family == AF_INET || h.public_family == AF_INET6);
+  const auto family = advertised ? h.public_family : h.family;
+  const unsigned char* raw = advertised ? h.public_addr : h.addr;
+  if (family == AF_INET) {
     auto* a = reinterpret_cast<sockaddr_in*>(out);
     a->sin_family = AF_INET;
     a->sin_port = htons(h.port);
-    std::memcpy(&a->sin_addr, h.addr, 4);
+    std::memcpy(&a->sin_addr, raw, 4);
     return sizeof(sockaddr_in);
   }
   auto* a = reinterpret_cast<sockaddr_in6*>(out);
   a->sin6_family = AF_INET6;
   a->sin6_port = htons(h.port);
-  std::memcpy(&a->sin6_addr, h.addr, 16);
+  std::memcpy(&a->sin6_addr, raw, 16);
   return sizeof(sockaddr_in6);
 }
 

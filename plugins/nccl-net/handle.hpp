@@ -25,18 +25,21 @@ namespace strata::nccl_net {
 
 struct ListenHandle {
   static constexpr std::uint32_t kMagic = 0x4C525453;  // "STRL"
-  static constexpr std::uint16_t kVersion = 1;
+  // 2: the advertised address (STRATA_ADVERTISE_ADDR) beside the listening one.
+  static constexpr std::uint16_t kVersion = 2;
   std::uint32_t magic;
   std::uint16_t version;
   std::uint16_t family;  // AF_INET or AF_INET6
   std::uint16_t port;
-  std::uint16_t reserved0;
+  // The address peers in other regions dial, on the same port (behind NAT); 0: none.
+  std::uint16_t public_family;
   std::uint32_t reserved1;
   unsigned char addr[16];
   std::uint64_t nonce;
   std::uint64_t connect_id;  // the connecting side's progress, see above
   std::uint64_t region_hash;
-  char region[72];  // for logs; truncated, NUL-terminated
+  unsigned char public_addr[16];
+  char region[56];  // for logs; truncated, NUL-terminated
 };
 static_assert(sizeof(ListenHandle) <= abi::kHandleMaxSize);
 
@@ -98,10 +101,12 @@ std::uint64_t region_hash(const std::string& region);
 std::uint64_t random_u64();
 
 // Listener address into a handle; the handle's address back as a socket address.
+// advertise: an IP address in text, or "" (checked by the settings: net::checked_advertise).
 ListenHandle make_handle(const sockaddr_storage& addr, std::uint16_t port, std::uint64_t nonce,
-                         const std::string& region);
+                         const std::string& region, const std::string& advertise = "");
 // Throws NetError(invalid_argument) for a handle this plugin did not write.
 void check_handle(const ListenHandle& h);
-socklen_t handle_address(const ListenHandle& h, sockaddr_storage* out);
+// The address to dial: the advertised one for a peer in another region, when there is one.
+socklen_t handle_address(const ListenHandle& h, sockaddr_storage* out, bool same_region = true);
 
 }  // namespace strata::nccl_net

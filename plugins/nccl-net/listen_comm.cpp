@@ -23,7 +23,7 @@ ListenComm::ListenComm(const Device& device, const Config& config)
     : Comm(Kind::listen), config_(config), device_(device.name) {
   std::uint16_t port = 0;
   fd_ = listen_on(device.addr, device.addr_len, config.ports, "NCCL net plugin", &port);
-  handle_ = make_handle(device.addr, port, random_u64(), config.region);
+  handle_ = make_handle(device.addr, port, random_u64(), config.region, config.advertise);
 }
 
 TransferCommPtr ListenComm::accept() {

@@ -1,3 +1,4 @@
+#include "netns.hpp"
 #include "cases.hpp"
 
 #include <arpa/inet.h>
@@ -303,6 +304,36 @@ bool case_crossregion_cut(const CaseArgs& a) {
                            {"STRATA_WAN_STRIPE_BYTES", "65536"},
                            {"STRATA_WAN_EMULATE", "cut=5,delay=10ms"}},
                           120, 0.05, {"redialled"});
+}
+
+// Two regions, each behind NAT and a firewall that admits only STRATA_PORT_RANGE
+// (NetnsPair::behind_nat): each side listens on its private address and advertises its
+// public one (STRATA_ADVERTISE_ADDR), which the other side dials; stream 0 is cut once,
+// and the receiver redials it through the sender's public address and rejoin port.
+bool case_crossregion_nat(const CaseArgs& a) {
+  if (const auto why = test::NetnsPair::unavailable(); !why.empty()) {
+    std::printf("skipped: %s\n", why.c_str());
+    return true;
+  }
+  const test::NetnsPair net;
+  const std::string range = "17300-17363";
+  net.behind_nat(0, "17300:17363");
+  net.behind_nat(1, "17300:17363");
+  auto peer = [&](int side, const char* region) {
+    PeerSetup s = setup(a, region,
+                        {{"STRATA_NET_IF", "priv0"},
+                         {"STRATA_PORT_RANGE", range},
+                         {"STRATA_ADVERTISE_ADDR", net.address(side)},
+                         {"STRATA_WAN_STREAMS", "3"},
+                         {"STRATA_WAN_STRIPE_BYTES", "65536"},
+                         {"STRATA_WAN_EMULATE", "cut=5"}});
+    s.netns = net.name(side);
+    return s;
+  };
+  PlanOptions popt;
+  popt.messages = 80;
+  popt.large_share = 0.05;
+  return traffic_case(a, peer(0, "us-east"), peer(1, "eu-west"), popt, {"striped (another region)", "redialled"});
 }
 
 // NCCL may have NCCL_NET_MAX_REQUESTS x maxRecvs sends in flight on one comm before any

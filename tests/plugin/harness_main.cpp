@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
       {"crossregion", [&] { return case_crossregion(a); }},
       {"crossregion_delay", [&] { return case_crossregion_delay(a); }},
       {"crossregion_cut", [&] { return case_crossregion_cut(a); }},
+      {"crossregion_nat", [&] { return case_crossregion_nat(a); }},
       {"limits", [&] { return case_limits(a); }},
       {"close", [&] { return case_close(a); }},
       {"handshake", [&] { return case_handshake(a); }},

@@ -92,9 +92,18 @@ std::string NetnsPair::private_address(int side) const {
 
 void NetnsPair::behind_nat(int side, const std::string& open) const {
   const std::string ns = names_[side], veth = veth_[side];
-  // On loopback (this kernel has no dummy interfaces): local to side, routed nowhere else.
-  run_command("ip -n " + ns + " addr add " + private_address(side) + "/32 dev lo");
+  // On an interface of its own (a veth pair inside the namespace: this kernel has no dummy
+  // interfaces), so a process can pick it by name (the NCCL plugin's STRATA_NET_IF).
+  run_command("ip -n " + ns + " link add priv0 type veth peer name priv1");
+  run_command("ip -n " + ns + " addr add " + private_address(side) + "/32 dev priv0");
+  run_command("ip -n " + ns + " link set priv1 up");
+  run_command("ip -n " + ns + " link set priv0 up");
+  // Connections side opens start from the private address, as on a host behind a NAT
+  // box, and leave rewritten to the public one.
+  run_command("ip -n " + ns + " route replace 10.77." + std::to_string(subnet_) + ".0/24 dev " + veth + " src " +
+              private_address(side));
   const std::string ipt = "ip netns exec " + ns + " iptables ";
+  run_command(ipt + "-t nat -A POSTROUTING -o " + veth + " -s " + private_address(side) + " -j MASQUERADE");
   run_command(ipt + "-t nat -A PREROUTING -i " + veth + " -p tcp -m multiport --dports " + open +
               " -j DNAT --to-destination " + private_address(side));
   run_command(ipt + "-A INPUT -i " + veth + " -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT");

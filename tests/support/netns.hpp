@@ -34,11 +34,12 @@ class NetnsPair {
   void forget_idle_flows(std::chrono::seconds idle, Forget how) const;
 
   // Puts side's processes behind NAT and a firewall, as in a cloud region: they get a
-  // private address of their own (private_address(side), on loopback: no route from the
-  // other side reaches it); what arrives on the veth for the TCP ports `open`
+  // private address of their own (private_address(side), on interface "priv0": no route
+  // from the other side reaches it); what arrives on the veth for the TCP ports `open`
   // (iptables multiport syntax, "40000:40100,29001") is forwarded to it (DNAT, ports
   // unchanged); anything else arriving is dropped, unless it belongs to a flow side
-  // began. address(side) plays the region's public address.
+  // began. Connections side opens start from the private address and leave
+  // masqueraded as address(side), which plays the region's public address.
   void behind_nat(int side, const std::string& open) const;
   std::string private_address(int side) const;
 
