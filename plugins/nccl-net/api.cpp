@@ -83,7 +83,7 @@ abi::Result init(void** ctx, std::uint64_t comm_id, int traffic_class, abi::Logg
       std::lock_guard lock(g.mu);
       if (!g.ready) {
         g.config = read_config();
-        keep_sockets_alive(g.config.keepalive);
+        keep_sockets_alive(g.config.keepalive, g.config.stall);
         plugin_tls();  // a TLS setting that cannot be used fails init, not the first connection
         g.devices = discover_devices(g.config);
         g.ready = true;

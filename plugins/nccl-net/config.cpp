@@ -25,6 +25,7 @@ Config read_config() {
     c.ports = wan.sockets.ports;
     c.advertise = wan.sockets.advertise;
     c.keepalive = wan.keepalive;
+    c.stall = wan.stall;
     c.speed_mbps = static_cast<int>(config::get(config::net_speed_mbps));
     c.latency_us = static_cast<int>(config::get(config::net_latency_us));
     c.connect_timeout = std::chrono::seconds(config::get(config::net_connect_timeout_s));

@@ -34,6 +34,7 @@ struct Config {
   net::PortRange ports;                       // STRATA_PORT_RANGE: listen and rejoin ports
   std::string advertise;                      // STRATA_ADVERTISE_ADDR: in the handle, for other regions
   std::chrono::milliseconds keepalive{15000};  // STRATA_KEEPALIVE_S: every stream's idle probes
+  std::chrono::milliseconds stall{5000};       // as the WAN link's: unacknowledged bytes end a stream
 };
 
 // Throws NetError(invalid_usage) naming a malformed variable.

@@ -27,11 +27,11 @@ namespace {
   throw NetError(code, std::string(what) + ": " + std::strerror(err));
 }
 
-std::atomic<long long> g_keepalive_ms{0};
+std::atomic<long long> g_keepalive_ms{0}, g_stall_ms{0};
 
 void keep_alive(int fd) {
   net::keep_alive(fd, std::chrono::milliseconds(g_keepalive_ms.load(std::memory_order_relaxed)),
-                  std::chrono::milliseconds(0));
+                  std::chrono::milliseconds(g_stall_ms.load(std::memory_order_relaxed)));
 }
 
 Fd make_socket(int family) {
@@ -42,7 +42,10 @@ Fd make_socket(int family) {
 
 }  // namespace
 
-void keep_sockets_alive(std::chrono::milliseconds idle) { g_keepalive_ms.store(idle.count(), std::memory_order_relaxed); }
+void keep_sockets_alive(std::chrono::milliseconds idle, std::chrono::milliseconds stall) {
+  g_keepalive_ms.store(idle.count(), std::memory_order_relaxed);
+  g_stall_ms.store(stall.count(), std::memory_order_relaxed);
+}
 
 Fd& Fd::operator=(Fd&& o) noexcept {
   if (this != &o) {

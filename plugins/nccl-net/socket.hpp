@@ -36,9 +36,11 @@ std::string describe(const sockaddr_storage& addr);
 
 // Bound to `addr` with an ephemeral port, listening; the chosen port goes to *port.
 // Idle time after which the kernel probes every socket the plugin dials or accepts from
-// now on (STRATA_KEEPALIVE_S; 0: none). The plugin's settings are the process's, read once
-// at init, so this is too.
-void keep_sockets_alive(std::chrono::milliseconds idle);
+// now on (STRATA_KEEPALIVE_S; 0: none), and how long sent bytes may stay unacknowledged
+// before the kernel ends the connection (a flow a middlebox forgot and drops silently;
+// a striped stream is then redialled, as the WAN link's are; 0: the kernel's quarter of
+// an hour). The plugin's settings are the process's, read once at init, so these are too.
+void keep_sockets_alive(std::chrono::milliseconds idle, std::chrono::milliseconds stall);
 
 // At a port of `ports` (STRATA_PORT_RANGE; any when unset), non-blocking; `who` names it
 // in errors; socket_buffer > 0 sets the buffers accepted sockets inherit.

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <thread>
 #include <set>
 #include <string>
 #include <vector>
@@ -122,7 +124,8 @@ TEST(PortRange, ARangeTooSmallFailsCreationNamingIt) {
 // public one. `advertise`: STRATA_ADVERTISE_ADDR set to it; `ranged`: STRATA_PORT_RANGE
 // set to the ports the firewall opens. Each rank prints "OK" after an exact
 // hierarchical allreduce, or "ERROR: <what>" when creation failed.
-std::vector<RankResult> behind_nat(bool advertise, bool ranged) {
+// `kill`: then rank 3 dies, and the survivors shrink and reduce again, exactly.
+std::vector<RankResult> behind_nat(bool advertise, bool ranged, bool kill = false) {
   const NetnsPair net;
   const auto [lo, hi] = test_range(40);
   const unsigned root_port = hi + 1;
@@ -150,6 +153,23 @@ std::vector<RankResult> behind_nat(bool advertise, bool ranged) {
       comm.allreduce(v.data(), v.data(), v.size(), DataType::f32, ReduceOp::sum).wait();
       for (float x : v) require(x == 10.0f, "allreduce gave " + std::to_string(x));
       comm.barrier().wait();
+      if (kill) {
+        if (r == 3) ::kill(::getpid(), SIGKILL);
+        std::vector<int> lost;
+        try {
+          for (int i = 0; i < 200; ++i) {
+            comm.allreduce(v.data(), v.data(), 1, DataType::f32, ReduceOp::sum).wait();
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        } catch (const PeerLostError& e) {
+          lost = e.lost_ranks();
+        }
+        require(lost == std::vector<int>{3}, "the survivors did not all name rank 3 lost");
+        Communicator three = comm.shrink(lost);
+        std::vector<float> w(100003, static_cast<float>(r + 1));
+        three.allreduce(w.data(), w.data(), w.size(), DataType::f32, ReduceOp::sum).wait();
+        for (float x : w) require(x == 6.0f, "after the shrink allreduce gave " + std::to_string(x));
+      }
       std::printf("OK\n");
     } catch (const Error& e) {
       std::printf("ERROR: %s\n", e.what());
@@ -169,6 +189,14 @@ TEST(Nat, TwoRegionsBehindNatWithAdvertisedAddressesAndAPortRange) {
   const auto rs = behind_nat(true, true);
   ASSERT_EQ(failures(rs), "");
   EXPECT_EQ(count_lines(rs, "OK\n"), 4) << rs[0].output << rs[2].output;
+}
+
+// A rank dies behind the NAT: the others hear of it, shrink, and go on across it.
+TEST(Nat, AShrinkAfterAKillWorksBehindNat) {
+  if (const auto why = NetnsPair::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const auto rs = behind_nat(true, true, true);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(rs[r].exit_code, 0) << rs[r].output;
+  EXPECT_EQ(count_lines(rs, "OK\n"), 3) << rs[0].output << rs[2].output;
 }
 
 // Without the advertised address the other region dials a private one it has no route

@@ -23,6 +23,7 @@ bool case_crossregion(const CaseArgs& a);
 bool case_crossregion_delay(const CaseArgs& a);
 bool case_crossregion_cut(const CaseArgs& a);
 bool case_crossregion_nat(const CaseArgs& a);
+bool case_crossregion_idle(const CaseArgs& a);
 bool case_limits(const CaseArgs& a);
 bool case_close(const CaseArgs& a);
 bool case_handshake(const CaseArgs& a);

@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
       {"crossregion_delay", [&] { return case_crossregion_delay(a); }},
       {"crossregion_cut", [&] { return case_crossregion_cut(a); }},
       {"crossregion_nat", [&] { return case_crossregion_nat(a); }},
+      {"crossregion_idle", [&] { return case_crossregion_idle(a); }},
       {"limits", [&] { return case_limits(a); }},
       {"close", [&] { return case_close(a); }},
       {"handshake", [&] { return case_handshake(a); }},

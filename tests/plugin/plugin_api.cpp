@@ -181,6 +181,13 @@ std::vector<std::string> logged_lines() {
   return g_log;
 }
 
+std::string logged_line(const std::string& needle) {
+  std::lock_guard lock(g_log_mu);
+  for (const auto& l : g_log)
+    if (l.find(needle) != std::string::npos) return l;
+  return "";
+}
+
 bool logged(const std::string& needle) {
   std::lock_guard lock(g_log_mu);
   for (const auto& l : g_log)

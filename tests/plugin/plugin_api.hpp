@@ -55,6 +55,8 @@ bool exports_version(const std::string& path, int version);
 
 // Lines the plugin logged through the logger the harness passed to init.
 std::vector<std::string> logged_lines();
+// The first line the plugin logged that contains needle, or "".
+std::string logged_line(const std::string& needle);
 bool logged(const std::string& needle);
 
 }  // namespace strata::plugin_test

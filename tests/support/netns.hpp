@@ -21,6 +21,7 @@ class NetnsPair {
 
   // side 0 or 1
   const std::string& name(int side) const { return names_[side]; }
+  const std::string& interface(int side) const { return veth_[side]; }  // its veth's name
   std::string address(int side) const;  // its veth's IPv4 address
   // In a forked child, before it opens any socket: moves the process into side's namespace.
   void enter(int side) const;
