@@ -94,7 +94,17 @@ void two_sided_shrink(bool with_arbiter) {
     CommOptions o = tcp(20s);
     if (arbiter) o.arbiter = connect_store(arbiter->id());
     Communicator comm(r, 5, root, o);
-    if (r == 4) ::_exit(0);  // dies without a goodbye
+    // Rank 4 dies without a goodbye, but only once every rank is through creation (it
+    // leaves the barrier after all entered it): one still creating could otherwise be
+    // waiting for a message rank 4 never flushed, and fail there instead of in the shrink.
+    if (r == 4) {
+      comm.barrier().wait();
+      ::_exit(0);
+    }
+    try {
+      comm.barrier().wait();
+    } catch (const PeerLostError&) {  // rank 4 left it first and died: heard here
+    }
     const auto t0 = Clock::now();
     while (comm.lost_ranks() != std::vector<int>{4}) {
       require(Clock::now() - t0 < 10s, "rank 4 was not found lost");
