@@ -31,7 +31,8 @@ std::pair<unsigned, unsigned> test_range(unsigned width) {
 }
 
 void every_listener_in_range(const char* transport) {
-  const auto [lo, hi] = test_range(64);
+  const auto range_ends = test_range(64);
+  const unsigned lo = range_ends.first, hi = range_ends.second;
   const std::string range = std::to_string(lo) + "-" + std::to_string(hi);
   const std::string root = free_root_address();
   const unsigned root_port = static_cast<unsigned>(std::stoul(root.substr(root.find(':') + 1)));
@@ -93,7 +94,8 @@ TEST(Keepalive, EveryConnectionOverUcx) { every_connection_kept_alive("ucx"); }
 
 // Two ranks on one host need eight ports; three are not enough, and creation says so.
 TEST(PortRange, ARangeTooSmallFailsCreationNamingIt) {
-  const auto [lo, hi] = test_range(3);
+  const auto range_ends = test_range(3);
+  const unsigned lo = range_ends.first, hi = range_ends.second;
   const std::string range = std::to_string(lo) + "-" + std::to_string(hi);
   const std::string root = free_root_address();
   auto results = fork_ranks(2, std::chrono::seconds(60), [&](int rank) {
@@ -127,7 +129,8 @@ TEST(PortRange, ARangeTooSmallFailsCreationNamingIt) {
 // `kill`: then rank 3 dies, and the survivors shrink and reduce again, exactly.
 std::vector<RankResult> behind_nat(bool advertise, bool ranged, bool kill = false) {
   const NetnsPair net;
-  const auto [lo, hi] = test_range(40);
+  const auto range_ends = test_range(40);
+  const unsigned lo = range_ends.first, hi = range_ends.second;
   const unsigned root_port = hi + 1;
   const std::string open = std::to_string(lo) + ":" + std::to_string(root_port);
   net.behind_nat(0, open);
