@@ -1,6 +1,9 @@
-// The control mesh: one TCP connection between every pair of a communicator's ranks,
-// apart from the transport that carries data and served by a thread of its own, as
-// NCCL's bootstrap network is. It answers what the data path cannot answer quickly:
+// The control mesh: TCP connections between a communicator's ranks, apart from the
+// transport that carries data and served by a thread of its own, as NCCL's bootstrap
+// network is. Small jobs connect every pair; larger ones (beyond STRATA_MESH_FULL_UPTO
+// ranks) connect each rank to O(log N) others (bootstrap/mesh_overlay.hpp) and flood what
+// is meant for ranks a rank holds no connection with. It answers what the data path
+// cannot answer quickly:
 //
 //  - Is a peer's process still there? A connection that ends is not taken for a death by
 //    itself: a middlebox that forgot an idle flow, or a reset by hand, ends connections of
@@ -15,7 +18,8 @@
 //    connection rather than the peer stalled. Only neighbours beat, so the cost per rank
 //    does not grow with the job, across a WAN included.
 //  - Does everyone hear of a failure? A notice (a lost rank, a mismatch, a timeout) sent
-//    by one rank reaches every other directly, not only its ring neighbours; notices and
+//    by one rank reaches every other: directly, or flooded along the overlay, every rank
+//    passing it on the first time it sees it (at most ⌊log2 N⌋ hops). Notices and
 //    key-value puts are numbered and resent after a reconnection (mesh_link.hpp), so a
 //    connection that broke under one loses nothing.
 //  - Keepalive: an idle connection gets the kernel's keepalive probes and, every
@@ -61,6 +65,7 @@ struct MeshTiming {
   std::chrono::milliseconds handshake{10000};  // STRATA_HANDSHAKE_S: for a connection to prove itself
   bool bind_any = false;                       // net::bind_address
   net::PortRange ports;                        // STRATA_PORT_RANGE
+  int full_upto = 16;                          // STRATA_MESH_FULL_UPTO: every pair connected up to this size
 };
 
 class ControlMesh {
@@ -80,16 +85,20 @@ class ControlMesh {
 
   std::string address() const;  // "ip:port" to publish
   std::string host() const;     // the "ip" of it
-  // Dials every higher rank, accepts the lower ones, and returns once all are connected.
+  // The ranks this one holds a connection with (mesh_overlay.hpp), ascending.
+  const std::vector<int>& neighbours() const;
+  // Dials every higher neighbour, accepts the lower ones, and returns once all are connected.
   // TimeoutError names the ranks that were not. Events start only after this returns.
   // `livenesses`: each rank's process liveness port, for confirm_dead (empty: none known).
   void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events,
                std::vector<std::string> livenesses = {});
 
-  // Any thread; returns at once. Goes to every peer still connected.
+  // Any thread; returns at once. Goes to every rank still reachable, whether this one holds
+  // a connection with it or not.
   void broadcast(const ControlNotice& n);
   // A tiny key-value store between ranks of the mesh: put() stores the pair here and
-  // sends it to `to` (any thread, returns at once); wait() blocks until every key has
+  // sends it to `to` (any thread, returns at once; directly when this rank holds a
+  // connection with each of them, else flooded); wait() blocks until every key has
   // arrived, or throws: TimeoutError at the deadline naming the missing keys, or
   // PeerLostError when one of `needed` (the ranks expected to put them) is lost meanwhile.
   void put(const std::string& key, const std::string& value, const std::vector<int>& to);

@@ -22,7 +22,29 @@ namespace strata::detail {
 
 using transport::Clock;
 
+namespace {
+
+// Where creation spends its time, at STRATA_LOG_LEVEL=trace: "records 12.0 ms, ...".
+class Stopwatch {
+ public:
+  void lap(const char* what) {
+    if (!log::enabled(log::Level::trace)) return;
+    const auto now = Clock::now();
+    laps_ += (laps_.empty() ? "" : ", ") + std::string(what) + " " +
+             std::to_string(std::chrono::duration<double, std::milli>(now - last_).count()) + " ms";
+    last_ = now;
+  }
+  const std::string& text() const { return laps_; }
+
+ private:
+  Clock::time_point last_ = Clock::now();
+  std::string laps_;
+};
+
+}  // namespace
+
 void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
+  Stopwatch watch;
   servers_ = settings_.servers;
   if (settings_.refused.empty()) ensure_descriptors();
   try {
@@ -46,7 +68,9 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     const auto& sockets = settings_.fabric.sockets;
     mesh_ = std::make_unique<bootstrap::ControlMesh>(
         rank_, size_, transport::listen_host(store, sockets.ifaddr),
-        bootstrap::MeshTiming{settings_.heartbeat, sockets.keepalive, sockets.handshake, sockets.bind_any, sockets.ports}, secret_);
+        bootstrap::MeshTiming{settings_.heartbeat, sockets.keepalive, sockets.handshake, sockets.bind_any, sockets.ports,
+                              settings_.mesh_full_upto},
+        secret_);
     // Behind NAT, peers in other regions reach the mesh and the liveness port at the
     // advertised address; they are resolved per peer once every region is known.
     Published mine{net::advertised(mesh_->address(), sockets.advertise),
@@ -54,7 +78,9 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
                    "",
                    net::advertised(bootstrap::liveness_address(mesh_->host(), sockets), sockets.advertise)};
     if (rank_ == 0) mine.lineage = s.lineage.empty() ? bootstrap::JobSecret::random().hex().substr(0, 32) : s.lineage;
+    watch.lap("secret and mesh listener");
     auto joined = exchange_localities(store, shape, deadline, timeout_, mine);
+    watch.lap("records");
     refuse_disagreement(store, joined.settings, deadline);
     lineage_ = joined.lineage;
     auto& all = joined.localities;
@@ -69,11 +95,15 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
       livenesses_[i] = net::reachable(livenesses_[i], near);
     }
     std::copy(localities_.begin(), localities_.end(), all.begin());
+    watch.lap("plan");
     transport_ = connect_world(store, kind_, shape, all, deadline, secret_, settings_.fabric);
+    watch.lap("transport");
     if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->report().profile().chunk_bytes;
     failures_.attach(mesh_.get(), transport_.get());
     connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
+    watch.lap("control mesh");
     build_selector(store, deadline);
+    watch.lap("figures and selector");
     router_ = std::make_unique<CallRouter>(CallRouter::Parts{
         transport_.get(), size_, &scratch_, chunk_bytes_,
         PlanInputs{selector_.get(), tuner_.get(), plan_ ? &*plan_ : nullptr, &world_}, &feedback_});
@@ -87,6 +117,9 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
       for (int r = 1; r < size_; ++r) done.push_back("done/" + std::to_string(r));
       if (!done.empty()) store.get(done, deadline);
     }
+    watch.lap("done");
+    if (log::enabled(log::Level::trace)) log::trace("creation of rank " + std::to_string(rank_) + " of " +
+                                                    std::to_string(size_) + ": " + watch.text());
   } catch (const TimeoutError& e) {
     // Ranks that "did not join" may have been turned away by this rank's own store.
     if (server_ && !server_->trouble().empty()) throw TimeoutError(std::string(e.what()) + "; " + server_->trouble());
@@ -127,18 +160,16 @@ void CommImpl::connect_mesh(const std::vector<std::string>& addresses, Clock::ti
   events.lost = [this](int r, const std::string& why) { failures_.on_peer_lost(r, why); };
   events.notice = [this](const bootstrap::ControlNotice& n) { failures_.on_notice(n); };
   mesh_->connect(addresses, deadline, std::move(events), livenesses_);
-  // A rank's mesh is up once it is connected to every peer, but a peer may not yet be
-  // through its side of their link: a rank that left creation and closed the
-  // communicator at once was then taken for dead by a peer still connecting. Every rank
-  // tells every other that its mesh is up and waits to hear the same from all.
-  std::vector<int> everyone(static_cast<std::size_t>(size_));
+  // A rank's mesh is up once it is connected to each of its neighbours, but a neighbour
+  // may not yet be through its side of their link: a rank that left creation and closed
+  // the communicator at once was then taken for dead by a peer still connecting. Every
+  // rank tells its neighbours that its mesh is up and waits to hear the same from them
+  // (ranks it holds no connection with cannot take it for dead).
+  const auto& near = mesh_->neighbours();
   std::vector<std::string> keys;
-  for (int r = 0; r < size_; ++r) {
-    everyone[static_cast<std::size_t>(r)] = r;
-    keys.push_back("mesh-up/" + std::to_string(r));
-  }
-  mesh_->put("mesh-up/" + std::to_string(rank_), "", everyone);
-  mesh_->wait(keys, deadline, everyone);
+  for (int r : near) keys.push_back("mesh-up/" + std::to_string(r));
+  mesh_->put("mesh-up/" + std::to_string(rank_), "", near);
+  mesh_->wait(keys, deadline, near);
 }
 
 void CommImpl::ensure_descriptors() {

@@ -21,7 +21,7 @@ const config::Id kShared[] = {
     config::Id::heartbeat_s,  config::Id::algo,          config::Id::chunk_bytes, config::Id::segment_bytes,
     config::Id::small_bytes,  config::Id::compress,      config::Id::tune,        config::Id::tune_samples,
     config::Id::probe,        config::Id::wan_link,      config::Id::wan_tls,     config::Id::wan_streams,
-    config::Id::servers,      config::Id::compressed_exchange,
+    config::Id::servers,      config::Id::compressed_exchange, config::Id::mesh_full_upto,
 };
 
 // Reads one setting through its typed getter; the refusal's text when it fails.
@@ -139,6 +139,7 @@ SettingsCheck check_settings(const CommOptions& opts) {
     }
   }
   if (ok(config::Id::servers)) c.servers = static_cast<int>(config::get(config::servers));
+  if (ok(config::Id::mesh_full_upto)) c.mesh_full_upto = static_cast<int>(config::get(config::mesh_full_upto));
 
   for (const config::Id id : kShared) {
     const auto& s = all[static_cast<std::size_t>(id)];

@@ -39,6 +39,7 @@ struct SettingsCheck {
   std::string topo_file;                 // STRATA_TOPO_FILE
   transport::FabricSettings fabric;      // STRATA_UNEXPECTED_BYTES, STRATA_SHARED_MEMORY
   int servers = 0;
+  int mesh_full_upto = 16;               // STRATA_MESH_FULL_UPTO
   Compression compression;
 
   // The two strings a rank publishes in its record.
