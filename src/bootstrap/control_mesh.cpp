@@ -105,6 +105,25 @@ std::vector<std::string> ControlMesh::Impl::wait(const std::vector<std::string>&
   return out;
 }
 
+void ControlMesh::Impl::forget(const std::vector<std::string>& keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& k : keys)
+    if (const auto it = table_.find(k); it != table_.end()) {
+      table_bytes_ -= k.size() + it->second.size();
+      table_.erase(it);
+    }
+}
+
+// Read on the mesh thread only (probe_liveness), so it is set there.
+void ControlMesh::Impl::set_livenesses(std::vector<std::string> livenesses) {
+  std::promise<void> done;
+  asio::post(io_, [this, &livenesses, &done] {
+    livenesses_ = std::move(livenesses);
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
 std::vector<int> ControlMesh::Impl::confirm_dead(const std::vector<int>& ranks, std::chrono::milliseconds budget) {
   struct Result {
     std::mutex mu;
@@ -213,6 +232,8 @@ std::vector<std::string> ControlMesh::wait(const std::vector<std::string>& keys,
                                            const std::vector<int>& needed) {
   return impl_->wait(keys, deadline, needed);
 }
+void ControlMesh::forget(const std::vector<std::string>& keys) { impl_->forget(keys); }
+void ControlMesh::set_livenesses(std::vector<std::string> livenesses) { impl_->set_livenesses(std::move(livenesses)); }
 std::vector<int> ControlMesh::confirm_dead(const std::vector<int>& ranks, std::chrono::milliseconds budget) {
   return impl_->confirm_dead(ranks, budget);
 }

@@ -104,6 +104,11 @@ class ControlMesh {
   void put(const std::string& key, const std::string& value, const std::vector<int>& to);
   std::vector<std::string> wait(const std::vector<std::string>& keys, Clock::time_point deadline,
                                 const std::vector<int>& needed);
+  // Drops keys from this rank's table (what wait() returned and nobody asks again), so
+  // that exchanges at creation do not fill it.
+  void forget(const std::vector<std::string>& keys);
+  // Each rank's process liveness port, for confirm_dead, once known beyond the neighbours.
+  void set_livenesses(std::vector<std::string> livenesses);
 
   // Which of `ranks` have no process any more: their host refuses a connection to their
   // process's liveness port (a control port closes also when the process went on to a

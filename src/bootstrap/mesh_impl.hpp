@@ -87,6 +87,8 @@ class ControlMesh::Impl {
   void put(const std::string& key, const std::string& value, const std::vector<int>& to);
   std::vector<std::string> wait(const std::vector<std::string>& keys, Clock::time_point deadline,
                                 const std::vector<int>& needed);
+  void forget(const std::vector<std::string>& keys);
+  void set_livenesses(std::vector<std::string> livenesses);
   std::vector<int> confirm_dead(const std::vector<int>& ranks, std::chrono::milliseconds budget);
   void connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events,
                std::vector<std::string> livenesses);

@@ -11,7 +11,9 @@
 #include "base/sys_errors.hpp"
 #include "bootstrap/liveness_port.hpp"
 #include "core/comm_impl.hpp"
+#include "core/launch_env.hpp"
 #include "core/link_settings.hpp"
+#include "core/mesh_gather.hpp"
 #include "core/world_join.hpp"
 #include "hierarchy/plan_cost.hpp"
 #include "strata/errors.hpp"
@@ -66,42 +68,45 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     if (!s.secret) secret_ = resolve_secret(store, rank_, s.store != nullptr, deadline);
     const WorldShape shape{rank_, size_, servers_};
     const auto& sockets = settings_.fabric.sockets;
+    // The mesh comes first: creation's exchanges then run along its links rather than
+    // through rank 0's store (core/mesh_gather.hpp). Its shape is rank 0's, so that
+    // ranks that disagree on STRATA_MESH_FULL_UPTO still connect and hear the verdict.
+    if (rank_ == 0) store.set("mesh-full-upto", std::to_string(settings_.mesh_full_upto));
+    const int full_upto = parse_full_upto(store.get("mesh-full-upto", deadline));
     mesh_ = std::make_unique<bootstrap::ControlMesh>(
         rank_, size_, transport::listen_host(store, sockets.ifaddr),
         bootstrap::MeshTiming{settings_.heartbeat, sockets.keepalive, sockets.handshake, sockets.bind_any, sockets.ports,
-                              settings_.mesh_full_upto},
+                              full_upto},
         secret_);
-    // Behind NAT, peers in other regions reach the mesh and the liveness port at the
-    // advertised address; they are resolved per peer once every region is known.
-    Published mine{net::advertised(mesh_->address(), sockets.advertise),
-                   {settings_.refused_text(), settings_.shared_text()},
+    watch.lap("secret and mesh listener");
+    failures_.attach(mesh_.get(), nullptr);
+    connect_mesh(store, deadline);
+    watch.lap("control mesh");
+    MeshGather gathering(store, *mesh_, rank_, size_);
+    Published mine{{settings_.refused_text(), settings_.shared_text()},
                    "",
                    net::advertised(bootstrap::liveness_address(mesh_->host(), sockets), sockets.advertise)};
     if (rank_ == 0) mine.lineage = s.lineage.empty() ? bootstrap::JobSecret::random().hex().substr(0, 32) : s.lineage;
-    watch.lap("secret and mesh listener");
-    auto joined = exchange_localities(store, shape, deadline, timeout_, mine);
+    auto joined = exchange_localities(gathering, shape, deadline, timeout_, mine);
     watch.lap("records");
     refuse_disagreement(store, joined.settings, deadline);
     lineage_ = joined.lineage;
     auto& all = joined.localities;
-    auto& controls = joined.controls;
+    // Behind NAT, peers in other regions reach a liveness port at the advertised address.
     livenesses_.assign(joined.livenesses.begin(), joined.livenesses.begin() + size_);
-    localities_.assign(all.begin(), all.begin() + size_);
-    plan_levels();  // may move workers by the topology file's placements
     for (int r = 0; r < size_; ++r) {
       const auto i = static_cast<std::size_t>(r);
-      const bool near = localities_[i].region == localities_[static_cast<std::size_t>(rank_)].region;
-      controls[i] = net::reachable(controls[i], near);
-      livenesses_[i] = net::reachable(livenesses_[i], near);
+      livenesses_[i] = net::reachable(livenesses_[i], all[i].region == all[static_cast<std::size_t>(rank_)].region);
     }
+    mesh_->set_livenesses(livenesses_);
+    localities_.assign(all.begin(), all.begin() + size_);
+    plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());
     watch.lap("plan");
-    transport_ = connect_world(store, kind_, shape, all, deadline, secret_, settings_.fabric);
+    transport_ = connect_world(gathering, kind_, shape, all, deadline, secret_, settings_.fabric);
     watch.lap("transport");
     if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->report().profile().chunk_bytes;
     failures_.attach(mesh_.get(), transport_.get());
-    connect_mesh(std::vector<std::string>(controls.begin(), controls.begin() + size_), deadline);
-    watch.lap("control mesh");
     build_selector(store, deadline);
     watch.lap("figures and selector");
     router_ = std::make_unique<CallRouter>(CallRouter::Parts{
@@ -155,21 +160,61 @@ void CommImpl::refuse_disagreement(bootstrap::Store& store, const std::vector<Pu
   throw InvalidArgument("communicator creation on rank " + std::to_string(rank_) + ": " + why);
 }
 
-void CommImpl::connect_mesh(const std::vector<std::string>& addresses, Clock::time_point deadline) {
+int CommImpl::parse_full_upto(const std::string& v) const {
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(v, &used);
+    if (used == v.size() && n >= 0) return n;
+  } catch (const std::exception&) {
+  }
+  throw TransportError("communicator creation on rank " + std::to_string(rank_) +
+                       ": rank 0 published a malformed mesh shape '" + v.substr(0, 32) + "'");
+}
+
+void CommImpl::connect_mesh(bootstrap::Store& store, Clock::time_point deadline) {
+  // Each rank publishes where its mesh and liveness port listen, and its region (peers in
+  // another region reach them at the advertised address, behind NAT); each reads only
+  // its neighbours'.
+  const auto& sockets = settings_.fabric.sockets;
+  const std::string region = local_locality().region;
+  store.set("mesh/" + std::to_string(rank_),
+            region + '\n' + net::advertised(mesh_->address(), sockets.advertise) + '\n' +
+                net::advertised(bootstrap::liveness_address(mesh_->host(), sockets), sockets.advertise));
+  const auto& near = mesh_->neighbours();
+  std::vector<std::string> keys;
+  for (int r : near) keys.push_back("mesh/" + std::to_string(r));
+  std::vector<std::string> values;
+  try {
+    values = store.get(keys, deadline);
+  } catch (const TimeoutError& e) {
+    throw TimeoutError("communicator creation on rank " + std::to_string(rank_) + ": rank(s) " +
+                       absent(e.what(), "mesh/") + " of " + std::to_string(size_) + " did not join within " +
+                       std::to_string(timeout_.count() / 1000.0) + " s (STRATA_TIMEOUT_S)");
+  }
+  std::vector<std::string> addresses(static_cast<std::size_t>(size_)), livenesses(addresses.size());
+  for (std::size_t k = 0; k < near.size(); ++k) {
+    const auto first = values[k].find('\n'), second = values[k].find('\n', first + 1);
+    if (first == std::string::npos || second == std::string::npos)
+      throw TransportError("communicator creation on rank " + std::to_string(rank_) + ": rank " +
+                           std::to_string(near[k]) + " published a malformed mesh record");
+    const bool same_region = values[k].compare(0, first, region) == 0;
+    const auto i = static_cast<std::size_t>(near[k]);
+    addresses[i] = net::reachable(values[k].substr(first + 1, second - first - 1), same_region);
+    livenesses[i] = net::reachable(values[k].substr(second + 1), same_region);
+  }
   bootstrap::ControlMesh::Events events;
   events.lost = [this](int r, const std::string& why) { failures_.on_peer_lost(r, why); };
   events.notice = [this](const bootstrap::ControlNotice& n) { failures_.on_notice(n); };
-  mesh_->connect(addresses, deadline, std::move(events), livenesses_);
+  mesh_->connect(addresses, deadline, std::move(events), livenesses);
   // A rank's mesh is up once it is connected to each of its neighbours, but a neighbour
   // may not yet be through its side of their link: a rank that left creation and closed
   // the communicator at once was then taken for dead by a peer still connecting. Every
   // rank tells its neighbours that its mesh is up and waits to hear the same from them
   // (ranks it holds no connection with cannot take it for dead).
-  const auto& near = mesh_->neighbours();
-  std::vector<std::string> keys;
-  for (int r : near) keys.push_back("mesh-up/" + std::to_string(r));
+  std::vector<std::string> up;
+  for (int r : near) up.push_back("mesh-up/" + std::to_string(r));
   mesh_->put("mesh-up/" + std::to_string(rank_), "", near);
-  mesh_->wait(keys, deadline, near);
+  mesh_->wait(up, deadline, near);
 }
 
 void CommImpl::ensure_descriptors() {

@@ -127,7 +127,9 @@ class CommImpl {
   void ensure_descriptors();
   void build_selector(bootstrap::Store& store, transport::Clock::time_point deadline);
   std::exception_ptr on_error(const std::exception_ptr& e);
-  void connect_mesh(const std::vector<std::string>& addresses, transport::Clock::time_point deadline);
+  // The control mesh, connected to this rank's neighbours through `store`'s records.
+  void connect_mesh(bootstrap::Store& store, transport::Clock::time_point deadline);
+  int parse_full_upto(const std::string& v) const;  // rank 0's STRATA_MESH_FULL_UPTO
   // Fails creation, on every rank alike, when a rank refused its settings or the ranks'
   // shared settings differ (core/settings_check.hpp).
   void refuse_disagreement(bootstrap::Store& store, const std::vector<PublishedSettings>& published,

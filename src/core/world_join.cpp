@@ -8,6 +8,7 @@
 #include "core/config.hpp"
 #include "base/log.hpp"
 #include "bootstrap.pb.h"
+#include "bootstrap/gather.hpp"
 #include "core/launch_env.hpp"
 #include "core/link_settings.hpp"
 #include "strata/errors.hpp"
@@ -23,8 +24,8 @@ std::string record_key(const WorldShape& w, int t) {
   return t < w.workers ? "rank/" + std::to_string(t) : "server/" + std::to_string(t - w.workers);
 }
 
-// The numbers after `kind` in "rendezvous timed out waiting for rank/2, rank/5, server/1":
-// "2, 5" for "rank/".
+}  // namespace
+
 std::string absent(const std::string& msg, const std::string& kind) {
   std::string out;
   for (std::size_t pos = msg.find(kind); pos != std::string::npos; pos = msg.find(kind, pos + 1)) {
@@ -34,8 +35,6 @@ std::string absent(const std::string& msg, const std::string& kind) {
   }
   return out;
 }
-
-}  // namespace
 
 TransportKind resolve_transport(TransportKind k) {
   if (k != TransportKind::automatic) return k;
@@ -62,17 +61,20 @@ Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transpo
   rec.set_cluster(mine.cluster);
   rec.set_rack(mine.rack);
   rec.set_pid(static_cast<int>(::getpid()));
-  rec.set_control(published.control);
   rec.set_refused(published.settings.refused);
   rec.set_settings(published.settings.shared);
   rec.set_lineage(published.lineage);
   rec.set_liveness(published.liveness);
-  store.set(record_key(w, w.me), rec.SerializeAsString());
-  std::vector<std::string> keys;
-  for (int t = 0; t < w.size(); ++t) keys.push_back(record_key(w, t));
   std::vector<std::string> records;
   try {
-    records = store.get(keys, deadline);
+    if (w.servers == 0) {
+      records = bootstrap::allgather(store, "rank", w.me, w.size(), rec.SerializeAsString(), deadline);
+    } else {
+      store.set(record_key(w, w.me), rec.SerializeAsString());
+      std::vector<std::string> keys;
+      for (int t = 0; t < w.size(); ++t) keys.push_back(record_key(w, t));
+      records = store.get(keys, deadline);
+    }
   } catch (const TimeoutError& e) {
     const std::string who = w.is_server() ? "server " + std::to_string(w.me - w.workers) : "rank " + std::to_string(w.me);
     const std::string ranks = absent(e.what(), "rank/"), servers = absent(e.what(), "server/");
@@ -86,7 +88,6 @@ Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transpo
   Joined joined;
   auto& out = joined.localities;
   out.resize(static_cast<std::size_t>(w.size()));
-  joined.controls.resize(out.size());
   joined.settings.resize(out.size());
   joined.livenesses.resize(out.size());
   for (int t = 0; t < w.size(); ++t) {
@@ -100,7 +101,6 @@ Joined exchange_localities(bootstrap::Store& store, const WorldShape& w, transpo
     l.region = other.region();
     l.cluster = other.cluster();
     l.rack = other.rack();
-    joined.controls[static_cast<std::size_t>(t)] = other.control();
     joined.settings[static_cast<std::size_t>(t)] = {other.refused(), other.settings()};
     joined.livenesses[static_cast<std::size_t>(t)] = other.liveness();
     if (t == 0) joined.lineage = other.lineage();
@@ -135,10 +135,7 @@ std::unique_ptr<transport::Transport> connect_world(bootstrap::Store& store, Tra
                                                std::move(remote));
   }
   // Nobody may leave (and rank 0 may not stop the store) before everyone is connected.
-  store.set("ready/" + std::to_string(w.me), "1");
-  std::vector<std::string> keys;
-  for (int r = 0; r < w.size(); ++r) keys.push_back("ready/" + std::to_string(r));
-  store.get(keys, deadline);
+  bootstrap::allgather(store, "ready", w.me, w.size(), "1", deadline);
   return t;
 }
 

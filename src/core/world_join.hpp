@@ -39,7 +39,6 @@ struct PublishedSettings {
 
 // What a process publishes in its rendezvous record beside its locality.
 struct Published {
-  std::string control;         // its control mesh's address ("" for none)
   PublishedSettings settings;
   std::string lineage;         // rank 0: the communicator's name for the arbiter (random, or from its parent)
   std::string liveness;        // this process's liveness port ("" for none)
@@ -48,11 +47,14 @@ struct Published {
 // Every process's record, by transport rank.
 struct Joined {
   std::vector<Locality> localities;
-  std::vector<std::string> controls;
   std::vector<PublishedSettings> settings;
   std::vector<std::string> livenesses;
   std::string lineage;  // rank 0's
 };
+
+// The numbers after `kind` in "rendezvous timed out waiting for rank/2, rank/5, server/1":
+// "2, 5" for "rank/".
+std::string absent(const std::string& msg, const std::string& kind);
 
 // Publishes this process's record and returns everyone's. A TimeoutError names the
 // workers or servers that did not join.

@@ -1,5 +1,7 @@
 #include "transport/address_exchange.hpp"
 
+#include "bootstrap/gather.hpp"
+
 namespace strata::transport {
 
 std::string listen_host(bootstrap::Store& store, const std::string& configured) {
@@ -15,10 +17,7 @@ std::string listen_host(bootstrap::Store& store, const std::string& configured) 
 std::vector<std::string> exchange_addresses(bootstrap::Store& store, const std::string& kind,
                                             int rank, int size, const std::string& mine,
                                             Clock::time_point deadline) {
-  store.set(kind + "/" + std::to_string(rank), mine);
-  std::vector<std::string> keys;
-  for (int r = 0; r < size; ++r) keys.push_back(kind + "/" + std::to_string(r));
-  return store.get(keys, deadline);
+  return bootstrap::allgather(store, kind, rank, size, mine, deadline);
 }
 
 }  // namespace strata::transport

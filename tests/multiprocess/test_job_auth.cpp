@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "bootstrap/tcp_store.hpp"
 #include "fork_ranks.hpp"
 #include "job_handshake.hpp"
+#include "listening_ports.hpp"
 #include "store_process.hpp"
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
@@ -145,6 +147,26 @@ void stranger(const std::string& root, bootstrap::FileStore& meet) {
   meet.set("attacked", "");
 }
 
+// Which of `ports` (on 127.0.0.1) is `channel`'s listener: found as a port scan would
+// find them, and told apart by the job's own handshake, which the insider can start (it
+// knows the secret) and leaves unfinished, so nothing is admitted (each listener it tries
+// logs one refusal).
+std::string listener_of(Channel channel, std::size_t payload_bytes, const std::set<unsigned>& ports) {
+  asio::io_context io;
+  for (unsigned port : ports) {
+    tcp::socket s(io);
+    boost::system::error_code ec;
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)), ec);
+    if (ec) continue;
+    bootstrap::auth::Dialer d(bootstrap::JobSecret::from_text(kSecret), channel, bootstrap::auth::Bytes(payload_bytes, 0));
+    asio::write(s, asio::buffer(d.hello()), ec);
+    std::array<unsigned char, bootstrap::auth::kChallengeBytes> challenge{};
+    if (!ec) asio::read(s, asio::buffer(challenge), ec);
+    if (!ec && d.answer(challenge)) return "127.0.0.1:" + std::to_string(port);
+  }
+  throw std::runtime_error("rank 0 has no listener that answers as channel " + std::to_string(static_cast<int>(channel)));
+}
+
 void member(int rank, const std::string& root, bootstrap::FileStore& meet) {
   ::setenv("STRATA_JOB_SECRET", kSecret, 1);
   ::setenv("STRATA_HANDSHAKE_S", "1", 1);
@@ -157,11 +179,21 @@ void member(int rank, const std::string& root, bootstrap::FileStore& meet) {
     // An insider tells the stranger where rank 0 listens, as a port scan would.
     const auto [host, port] = bootstrap::split_host_port(root, "root");
     bootstrap::TcpStore insider(host, port, Clock::now() + 10s, bootstrap::JobSecret::from_text(kSecret));
-    bootstrap::wire::RankRecord rec;
-    rec.ParseFromString(insider.get("strata/rank/0", Clock::now() + 5s));
-    meet.set("tcp", insider.get("strata/tcp/0", Clock::now() + 5s));
-    meet.set("wan", insider.get("strata/wan/0", Clock::now() + 5s));
-    meet.set("mesh", rec.control());
+    // Rank 0's mesh record in the store: its region, its mesh's address, its liveness port's.
+    const std::string mesh = insider.get("strata/mesh/0", Clock::now() + 5s);
+    const auto first = mesh.find('\n'), second = mesh.find('\n', first + 1);
+    const std::string control = mesh.substr(first + 1, second - first - 1), liveness = mesh.substr(second + 1);
+    meet.set("mesh", control);
+    // The transports' addresses are exchanged over the mesh, not through the store: the
+    // two listeners left are the TCP transport's and the WAN link's.
+    auto ports = listening_ports();
+    for (const auto& known : {root, control, liveness})
+      ports.erase(static_cast<unsigned>(std::stoi(known.substr(known.rfind(':') + 1))));
+    require(ports.size() == 2, "rank 0 listens on " + std::to_string(ports.size()) + " ports besides the store, mesh and liveness port");
+    const std::string tcp_at = listener_of(Channel::tcp, 4, ports);
+    ports.erase(static_cast<unsigned>(std::stoi(tcp_at.substr(tcp_at.rfind(':') + 1))));
+    meet.set("tcp", tcp_at);
+    meet.set("wan", "127.0.0.1:" + std::to_string(*ports.begin()));
   }
   const std::size_t before = rss_kib();
   meet.get("attacked", Clock::now() + 60s);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "bootstrap/gather.hpp"
 #include "strata/errors.hpp"
 #include "transport/factory.hpp"
 #include "transport/host_segment.hpp"
@@ -89,19 +90,14 @@ void UcxTransport::exchange_addresses(bootstrap::Store& store, Clock::time_point
   ucp_worker_release_address(worker_, address);
   // The record is "<host identity>\0<worker address>"; the address is binary.
   const std::string identity = host_identity();
-  store.set("ucx/" + std::to_string(rank_), identity + '\0' + mine);
-
-  std::vector<std::string> keys;
-  for (int p = 0; p < size_; ++p)
-    if (p != rank_) keys.push_back("ucx/" + std::to_string(p));
-  std::vector<std::string> values = store.get(keys, deadline);
+  const std::vector<std::string> values = bootstrap::allgather(store, "ucx", rank_, size_, identity + '\0' + mine, deadline);
   addresses_.resize(size_);
   same_host_.assign(size_, false);
   addresses_[rank_] = mine;
   same_host_[rank_] = true;
-  for (int p = 0, i = 0; p < size_; ++p) {
+  for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
-    const std::string& record = values[i++];
+    const std::string& record = values[static_cast<std::size_t>(p)];
     const auto split = record.find('\0');
     if (split == std::string::npos)
       throw TransportError("ucx: rank " + std::to_string(p) +
