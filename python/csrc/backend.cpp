@@ -124,6 +124,7 @@ c10::intrusive_ptr<StrataWork> StrataBackend::start(c10d::OpType op, const std::
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10::intrusive_ptr<StrataWork> w) {
+  if (const auto op = w->retrieveOpType(); op != c10d::OpType::SEND && op != c10d::OpType::RECV) ++collectives_;
   completions_.push(w);
   return w;
 }
@@ -273,6 +274,52 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allgather(std::vector<std::vector<
     w->after = [flat, houts, n = in.numel()]() mutable {
       for (std::size_t j = 0; j < houts.size(); ++j)
         houts[j].view(-1).copy_(flat.narrow(0, static_cast<std::int64_t>(j) * n, n));
+    };
+    return submit(w);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> StrataBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                                  std::vector<at::Tensor>& inputs,
+                                                                  const c10d::AllgatherOptions& opts) {
+  return guarded([&] {
+    const char* name = "all_gather_coalesced";
+    TORCH_CHECK_VALUE(!inputs.empty(), "strata ", name, ": no input tensors");
+    TORCH_CHECK_VALUE(static_cast<int>(outputs.size()) == size_, "strata ", name, ": expects ", size_,
+                      " output lists (one per rank), got ", outputs.size());
+    const auto device = inputs[0].device();
+    for (auto& in : inputs) check_tensor(in, name, device), dtype_of(in, name);
+    std::vector<at::Tensor> all_outputs;
+    for (std::size_t r = 0; r < outputs.size(); ++r) {
+      TORCH_CHECK_VALUE(outputs[r].size() == inputs.size(), "strata ", name, ": output list ", r, " has ",
+                        outputs[r].size(), " tensors, expected ", inputs.size(), " (one per input)");
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        auto& o = outputs[r][k];
+        check_tensor(o, name, device);
+        TORCH_CHECK_VALUE(o.numel() == inputs[k].numel() && o.scalar_type() == inputs[k].scalar_type(), "strata ",
+                          name, ": output ", k, " of rank ", r, " must match input ", k, "'s size and dtype");
+        all_outputs.push_back(o);
+      }
+    }
+    auto w = start(c10d::OpType::ALLGATHER_COALESCED, all_outputs, device);
+    std::vector<at::Tensor> hins, flats;
+    std::vector<std::vector<at::Tensor>> houts(outputs.size());
+    for (auto& in : inputs) hins.push_back(w->stager->in(in));
+    for (std::size_t r = 0; r < outputs.size(); ++r)
+      for (auto& o : outputs[r]) houts[r].push_back(w->stager->out(o));
+    for (auto& in : inputs) flats.push_back(w->stager->scratch(in.numel() * size_, in.scalar_type()));
+    w->stager->ready();
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      w->ops.push_back(comm_.allgather(hins[k].data_ptr(), flats[k].data_ptr(), u(hins[k].numel()),
+                                       dtype_of(inputs[k], name), w->stager->options(opts.timeout)));
+    w->keep = hins;
+    w->keep.insert(w->keep.end(), flats.begin(), flats.end());
+    w->after = [flats, houts]() mutable {
+      for (std::size_t r = 0; r < houts.size(); ++r)
+        for (std::size_t k = 0; k < houts[r].size(); ++k) {
+          const auto n = houts[r][k].numel();
+          houts[r][k].view(-1).copy_(flats[k].narrow(0, static_cast<std::int64_t>(r) * n, n));
+        }
     };
     return submit(w);
   });

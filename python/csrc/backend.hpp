@@ -5,6 +5,8 @@
 // a CompletionThread completes the torch Works and their futures.
 #pragma once
 
+#include <atomic>
+
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -31,6 +33,10 @@ class StrataBackend : public c10d::Backend {
                                            const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override;
+  // outputs[r][k] receives rank r's inputs[k]; one allgather per input, any dtypes.
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
@@ -51,6 +57,12 @@ class StrataBackend : public c10d::Backend {
 
   void abort() override;
   void shutdown() override;
+
+  // The collectives issued on this group so far (sends and receives apart), which torch's
+  // checks under TORCH_DISTRIBUTED_DEBUG=DETAIL compare across ranks before each one, as
+  // gloo's; every rank starts at 0, so there is nothing to agree on first.
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return collectives_.load(); }
 
   // The compressed allreduce of a DDP gradient bucket (spec as Compression::parse reads
   // it; "none" is exact), averaged over the group, error feedback under key.
@@ -83,6 +95,7 @@ class StrataBackend : public c10d::Backend {
                                             c10::intrusive_ptr<StrataWork> w, std::chrono::milliseconds timeout);
 
   Communicator comm_;
+  std::atomic<std::uint64_t> collectives_{0};  // getSequenceNumberForGroup
   CompletionThread completions_;  // after comm_: stopped (drained) before it
 };
 

@@ -149,6 +149,13 @@ def check_gathers(rank, world, dtypes=(torch.float32, torch.int32, torch.bfloat1
             out = on(torch.empty(n, dtype=dtype))
             dist.reduce_scatter_tensor(out, on(torch.cat(ins[rank])))
             close(out, reduce_ref([ins[r][rank] for r in range(world)], "sum"), f"reduce_scatter_tensor {dtype} n={n}")
+            # all_gather_coalesced: outs[r][k] is rank r's input k (torch wants one dtype).
+            mine = [data(1400 + rank + n, n, dtype), data(1450 + rank + n, n + 1, dtype)]
+            outs = [[on(torch.empty(n, dtype=dtype)), on(torch.empty(n + 1, dtype=dtype))] for _ in range(world)]
+            dist.all_gather_coalesced(outs, [on(x) for x in mine])
+            for r in range(world):
+                close(outs[r][0], data(1400 + r + n, n, dtype), f"all_gather_coalesced {dtype} from {r} n={n}")
+                close(outs[r][1], data(1450 + r + n, n + 1, dtype), f"all_gather_coalesced {dtype} from {r} n={n + 1}")
 
 
 def check_alltoall(rank, world):
@@ -209,6 +216,36 @@ def collectives():
     dist.barrier()
     dist.destroy_process_group()
     print("collectives ok")
+
+
+def debug_detail():
+    """Under TORCH_DISTRIBUTED_DEBUG=DETAIL torch wraps the group in its checker, which
+    compares every collective's fingerprint and sequence number across ranks first."""
+    import warnings
+    warnings.filterwarnings("ignore", message=".*all_gather_coalesced.*")
+    rank, world = init()
+    check_allreduce(rank, world)
+    check_rooted(rank, world)
+    check_gathers(rank, world, dtypes=(torch.float32,))
+    check_p2p(rank, world)  # sends and receives do not count: the next collective still agrees
+    dist.barrier()
+    g = dist.new_group(list(range(1, world)))
+    if rank != 0:
+        check_allreduce(rank, world, group=g, members=list(range(1, world)))
+    dist.barrier()
+    # The checker's purpose: ranks calling different collectives are told so, not hung.
+    try:
+        if rank == 0:
+            dist.broadcast(on(torch.zeros(4)), 0)
+        else:
+            dist.all_reduce(on(torch.zeros(4)))
+        raise AssertionError("mismatched collectives passed the checker")
+    except RuntimeError as e:
+        if "mismatch" not in str(e).lower():
+            raise
+        print("mismatch caught:", str(e).splitlines()[0][:120])
+    dist.destroy_process_group()
+    print("detail ok")
 
 
 def use_cuda(rank):
@@ -458,7 +495,7 @@ def _saved(obj):
     return b.getvalue()
 
 
-SCENARIOS = {f.__name__: f for f in (collectives, collectives_cuda, ddp_cuda, hook_cuda, mismatch, killed, group_timeout,
+SCENARIOS = {f.__name__: f for f in (collectives, debug_detail, collectives_cuda, ddp_cuda, hook_cuda, mismatch, killed, group_timeout,
                                       call_timeout, init_methods, hook_state)}
 
 if __name__ == "__main__":
