@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/config.hpp"
+#include "core/launch_env.hpp"
 #include "base/log.hpp"
 #include "core/world_join.hpp"
 #include "strata/errors.hpp"
@@ -118,6 +119,7 @@ SettingsCheck check_settings(const CommOptions& opts) {
   if (ok(config::Id::unexpected_bytes))
     c.fabric.unexpected_bytes = static_cast<std::size_t>(config::get(config::unexpected_bytes));
   if (ok(config::Id::shared_memory)) c.fabric.shared_memory = config::get(config::shared_memory) != 0;
+  c.fabric.region = local_locality().region;
   auto& sockets = c.fabric.sockets;
   if (ok(config::Id::socket_ifaddr)) sockets.ifaddr = config::get(config::socket_ifaddr);
   if (ok(config::Id::socket_bind_any)) sockets.bind_any = config::get(config::socket_bind_any) != 0;

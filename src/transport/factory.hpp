@@ -18,6 +18,9 @@ struct FabricSettings {
   std::size_t unexpected_bytes = std::size_t{1} << 30;  // STRATA_UNEXPECTED_BYTES (TCP)
   bool shared_memory = true;                            // STRATA_SHARED_MEMORY
   net::SocketSettings sockets;
+  // This process's region (STRATA_REGION): the TCP transport publishes its advertised
+  // address beside its own, and dials a peer in another region at its advertised one.
+  std::string region;
 };
 
 // The fabrics alone (make_transport adds the host's segment). The TCP transport admits

@@ -127,7 +127,8 @@ TEST(PortRange, ARangeTooSmallFailsCreationNamingIt) {
 // set to the ports the firewall opens. Each rank prints "OK" after an exact
 // hierarchical allreduce, or "ERROR: <what>" when creation failed.
 // `kill`: then rank 3 dies, and the survivors shrink and reduce again, exactly.
-std::vector<RankResult> behind_nat(bool advertise, bool ranged, bool kill = false) {
+// `wan_link` false: STRATA_WAN_LINK=0, so the TCP transport itself crosses the NAT.
+std::vector<RankResult> behind_nat(bool advertise, bool ranged, bool kill = false, bool wan_link = true) {
   const NetnsPair net;
   const auto range_ends = test_range(40);
   const unsigned lo = range_ends.first, hi = range_ends.second;
@@ -148,6 +149,7 @@ std::vector<RankResult> behind_nat(bool advertise, bool ranged, bool kill = fals
     ::setenv("STRATA_JOB_SECRET", "nat test", 1);
     ::setenv("STRATA_TRANSPORT", "tcp", 1);
     ::setenv("STRATA_TIMEOUT_S", "8", 1);
+    if (!wan_link) ::setenv("STRATA_WAN_LINK", "0", 1);
     if (advertise) ::setenv("STRATA_ADVERTISE_ADDR", net.address(side).c_str(), 1);
     if (ranged) ::setenv("STRATA_PORT_RANGE", (std::to_string(lo) + "-" + std::to_string(hi)).c_str(), 1);
     try {
@@ -194,6 +196,15 @@ int count_lines(const std::vector<RankResult>& rs, const std::string& what) {
 TEST(Nat, TwoRegionsBehindNatWithAdvertisedAddressesAndAPortRange) {
   if (const auto why = NetnsPair::unavailable(); !why.empty()) GTEST_SKIP() << why;
   const auto rs = behind_nat(true, true);
+  ASSERT_EQ(failures(rs), "");
+  EXPECT_EQ(count_lines(rs, "OK\n"), 4) << rs[0].output << rs[2].output;
+}
+
+// Without the WAN link the TCP transport carries the traffic between regions: a peer in
+// the other region is dialled at its advertised address.
+TEST(Nat, WithoutTheWanLinkTheTcpTransportCrossesTheNat) {
+  if (const auto why = NetnsPair::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const auto rs = behind_nat(true, true, false, false);
   ASSERT_EQ(failures(rs), "");
   EXPECT_EQ(count_lines(rs, "OK\n"), 4) << rs[0].output << rs[2].output;
 }

@@ -217,9 +217,12 @@ void oversized_announcement(TransportKind kind, bool wan) {
     bootstrap::FileStore store(dir.path());
     if (rank == 1) {
       const std::string kind_key = wan ? "wan" : "tcp";
-      store.set(kind_key + "/1", "127.0.0.1:9");  // the others wait for every rank's address
-      store.set("host/1", "another host");          // ... and for where it runs (host segment)
-      const std::string addr = store.get(kind_key + "/0", Clock::now() + 20s);
+      // The TCP transport's records name the region before the address.
+      const std::string region = wan ? "" : detail::check_settings({}).fabric.region + "\n";
+      store.set(kind_key + "/1", region + "127.0.0.1:9");  // the others wait for every rank's address
+      store.set("host/1", "another host");                   // ... and for where it runs (host segment)
+      std::string addr = store.get(kind_key + "/0", Clock::now() + 20s);
+      addr = addr.substr(addr.find('\n') + 1);
       const auto [host, port] = bootstrap::split_host_port(addr, "rank 0's address");
       asio::io_context io;
       tcp::socket s(io);
