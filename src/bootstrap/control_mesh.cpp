@@ -152,7 +152,8 @@ std::vector<int> ControlMesh::Impl::confirm_dead(const std::vector<int>& ranks, 
   return dead;
 }
 
-void ControlMesh::Impl::connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events, std::vector<std::string> livenesses) {
+void ControlMesh::Impl::connect(const std::vector<std::string>& addresses, Clock::time_point deadline, Events events,
+                                std::vector<std::string> livenesses) {
   livenesses_ = std::move(livenesses);
   if (addresses.size() != peers_.size())
     throw InvalidArgument("control mesh: " + std::to_string(addresses.size()) + " addresses for " +
