@@ -93,12 +93,12 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     lineage_ = joined.lineage;
     auto& all = joined.localities;
     // Behind NAT, peers in other regions reach a liveness port at the advertised address.
-    livenesses_.assign(joined.livenesses.begin(), joined.livenesses.begin() + size_);
+    std::vector<std::string> livenesses(joined.livenesses.begin(), joined.livenesses.begin() + size_);
     for (int r = 0; r < size_; ++r) {
       const auto i = static_cast<std::size_t>(r);
-      livenesses_[i] = net::reachable(livenesses_[i], all[i].region == all[static_cast<std::size_t>(rank_)].region);
+      livenesses[i] = net::reachable(livenesses[i], all[i].region == all[static_cast<std::size_t>(rank_)].region);
     }
-    mesh_->set_livenesses(livenesses_);
+    mesh_->set_livenesses(std::move(livenesses));
     localities_.assign(all.begin(), all.begin() + size_);
     plan_levels();  // may move workers by the topology file's placements
     std::copy(localities_.begin(), localities_.end(), all.begin());

@@ -168,7 +168,6 @@ class CommImpl {
   // its parent's for one shrunk from it, so that both halves of a split claim one key.
   std::string lineage_;
   std::shared_ptr<Store> arbiter_;  // CommOptions::arbiter at creation
-  std::vector<std::string> livenesses_;  // every rank's process liveness port (bootstrap/liveness_port.hpp)
   int shrinks_ = 0;      // how many shrinks of this communicator were started, to key each apart
   std::mutex issue_mu_;  // orders sequence numbers with queue order
   std::uint64_t next_seq_ = 0;
