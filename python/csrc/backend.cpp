@@ -1,6 +1,8 @@
 #include "backend.hpp"
 
+#include <cstdio>
 #include <numeric>
+#include <random>
 
 #include "torch_store.hpp"
 
@@ -77,6 +79,12 @@ auto guarded(F&& f) -> decltype(f()) {
 
 std::size_t u(std::int64_t v) { return static_cast<std::size_t>(v); }
 
+std::string hex(std::uint64_t v) {
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(v));
+  return out;
+}
+
 std::vector<std::size_t> prefix(const std::vector<std::size_t>& counts) {
   std::vector<std::size_t> d(counts.size(), 0);
   for (std::size_t j = 1; j < counts.size(); ++j) d[j] = d[j - 1] + counts[j - 1];
@@ -86,14 +94,30 @@ std::vector<std::size_t> prefix(const std::vector<std::size_t>& counts) {
 }  // namespace
 
 StrataBackend::StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                             std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), comm_(guarded([&] {
-        CommOptions o;
-        o.timeout = timeout;
-        return Communicator(std::make_shared<TorchStore>(store), rank, size, o);
-      })) {}
+                             std::chrono::milliseconds timeout, bool enable_reconfigure)
+    : c10d::Backend(rank, size), store_(store), timeout_(timeout) {
+  // Handles name the instance (reconfigure.hpp): a process's own before it has members,
+  // else one the members share, rank 0's.
+  std::uint64_t token = std::random_device{}() * 0x100000000ULL + std::random_device{}();
+  if (!enable_reconfigure) {
+    comm_.emplace(guarded([&] {
+      CommOptions o;
+      o.timeout = timeout;
+      return Communicator(std::make_shared<TorchStore>(store), rank, size, o);
+    }));
+    guarded([&] { comm_->broadcast(&token, &token, 1, DataType::i64, 0).wait(); });
+  }
+  instance_ = (enable_reconfigure ? "p" : "i") + hex(token);
+}
 
-StrataBackend::StrataBackend(Communicator comm) : c10d::Backend(comm.rank(), comm.size()), comm_(std::move(comm)) {}
+StrataBackend::StrataBackend(Communicator comm, std::string instance)
+    : c10d::Backend(comm.rank(), comm.size()), comm_(std::move(comm)), instance_(std::move(instance)) {}
+
+Communicator& StrataBackend::communicator() {
+  TORCH_CHECK(comm_, "strata: the group was made with enable_reconfigure=True and has no members yet; "
+              "call torch.distributed._reconfigure with the members' handles first");
+  return *comm_;
+}
 
 StrataBackend::~StrataBackend() = default;
 
@@ -101,7 +125,11 @@ c10::intrusive_ptr<StrataBackend> StrataBackend::shrink(const std::vector<int>& 
                                                          const c10::intrusive_ptr<c10d::Store>& arbiter) {
   CommOptions o;
   if (arbiter) o.arbiter = std::make_shared<TorchStore>(arbiter);
-  return guarded([&] { return c10::make_intrusive<StrataBackend>(comm_.shrink(lost, o)); });
+  auto excluded = lost;
+  std::sort(excluded.begin(), excluded.end());
+  return guarded([&] {
+    return c10::make_intrusive<StrataBackend>(communicator().shrink(lost, o), instance_of(shrink_uuid(instance_, excluded)));
+  });
 }
 
 std::string StrataBackend::share_state(const std::vector<at::Tensor>& tensors, int root, bool residuals) {
@@ -110,10 +138,12 @@ std::string StrataBackend::share_state(const std::vector<at::Tensor>& tensors, i
     TORCH_CHECK_VALUE(t.device().is_cpu() && t.is_contiguous(), "strata: share_state takes contiguous CPU tensors");
     spans.emplace_back(static_cast<std::byte*>(t.data_ptr()), t.nbytes());
   }
-  return guarded([&] { return comm_.share_state(spans, root, residuals); });
+  return guarded([&] { return communicator().share_state(spans, root, residuals); });
 }
 
-void StrataBackend::abort() { comm_.abort(); }
+void StrataBackend::abort() {
+  if (comm_) comm_->abort();
+}
 void StrataBackend::shutdown() { completions_.drain(); }
 
 c10::intrusive_ptr<StrataWork> StrataBackend::start(c10d::OpType op, const std::vector<at::Tensor>& outputs,
@@ -150,7 +180,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce(std::vector<at::Tensor>&
     const auto dt = dtype_of(t, "allreduce");
     const auto op = op_of(opts.reduceOp, "allreduce");
     return one_tensor(c10d::OpType::ALLREDUCE, t, Staging::inout, opts.timeout, [&](const at::Tensor& h, const CallOptions& o) {
-      return comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, op, o);
+      return communicator().allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, op, o);
     });
   });
 }
@@ -167,7 +197,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce_coalesced(std::vector<at
     for (auto& t : tensors) hs.push_back(w->stager->inout(t));
     w->stager->ready();
     for (auto& h : hs)
-      w->ops.push_back(comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dtype_of(h, "allreduce_coalesced"),
+      w->ops.push_back(communicator().allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dtype_of(h, "allreduce_coalesced"),
                                        op, w->stager->options(opts.timeout)));
     w->keep = std::move(hs);
     return submit(w);
@@ -184,22 +214,22 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allreduce_compressed(at::Tensor& t
                       [&](const at::Tensor& h, const CallOptions& base) {
       CallOptions o = base;
       if (z.lossy()) o.compression = z;  // exact: the plain allreduce
-      return comm_.allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dtype_of(h, "allreduce_compressed"),
+      return communicator().allreduce(h.data_ptr(), h.data_ptr(), u(h.numel()), dtype_of(h, "allreduce_compressed"),
                              ReduceOp::avg, o);
     });
   });
 }
 
 std::vector<std::byte> StrataBackend::save_residuals() {
-  return comm_.save_residuals();
+  return communicator().save_residuals();
 }
 
 void StrataBackend::reset_residuals(const std::string& key) {
-  comm_.reset_residuals(key);
+  communicator().reset_residuals(key);
 }
 
 void StrataBackend::restore_residuals(std::span<const std::byte> saved) {
-  comm_.restore_residuals(saved);
+  communicator().restore_residuals(saved);
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::broadcast(std::vector<at::Tensor>& tensors,
@@ -211,7 +241,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::broadcast(std::vector<at::Tensor>&
     const int root = static_cast<int>(opts.rootRank);
     return one_tensor(c10d::OpType::BROADCAST, t, rank_ == root ? Staging::in : Staging::out, opts.timeout,
                       [&](const at::Tensor& h, const CallOptions& o) {
-      return comm_.broadcast(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, root, o);
+      return communicator().broadcast(h.data_ptr(), h.data_ptr(), u(h.numel()), dt, root, o);
     });
   });
 }
@@ -225,7 +255,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::reduce(std::vector<at::Tensor>& te
     const int root = static_cast<int>(opts.rootRank);
     return one_tensor(c10d::OpType::REDUCE, t, rank_ == root ? Staging::inout : Staging::in, opts.timeout,
                       [&](const at::Tensor& h, const CallOptions& o) {
-      return comm_.reduce(h.data_ptr(), rank_ == root ? h.data_ptr() : nullptr, u(h.numel()), dt, op, root, o);
+      return communicator().reduce(h.data_ptr(), rank_ == root ? h.data_ptr() : nullptr, u(h.numel()), dt, op, root, o);
     });
   });
 }
@@ -243,7 +273,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::_allgather_base(at::Tensor& output
     auto hout = w->stager->out(output);
     w->stager->ready();
     w->keep = {hin, hout};
-    w->ops.push_back(comm_.allgather(hin.data_ptr(), hout.data_ptr(), u(hin.numel()), dtype_of(input, "all_gather"),
+    w->ops.push_back(communicator().allgather(hin.data_ptr(), hout.data_ptr(), u(hin.numel()), dtype_of(input, "all_gather"),
                                      w->stager->options(opts.timeout)));
     return submit(w);
   });
@@ -269,7 +299,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allgather(std::vector<std::vector<
     auto flat = w->stager->scratch(in.numel() * size_, in.scalar_type());
     w->stager->ready();
     w->keep = {hin, flat};
-    w->ops.push_back(comm_.allgather(hin.data_ptr(), flat.data_ptr(), u(hin.numel()), dtype_of(in, "all_gather"),
+    w->ops.push_back(communicator().allgather(hin.data_ptr(), flat.data_ptr(), u(hin.numel()), dtype_of(in, "all_gather"),
                                      w->stager->options(opts.timeout)));
     w->after = [flat, houts, n = in.numel()]() mutable {
       for (std::size_t j = 0; j < houts.size(); ++j)
@@ -310,7 +340,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::allgather_coalesced(std::vector<st
     for (auto& in : inputs) flats.push_back(w->stager->scratch(in.numel() * size_, in.scalar_type()));
     w->stager->ready();
     for (std::size_t k = 0; k < inputs.size(); ++k)
-      w->ops.push_back(comm_.allgather(hins[k].data_ptr(), flats[k].data_ptr(), u(hins[k].numel()),
+      w->ops.push_back(communicator().allgather(hins[k].data_ptr(), flats[k].data_ptr(), u(hins[k].numel()),
                                        dtype_of(inputs[k], name), w->stager->options(opts.timeout)));
     w->keep = hins;
     w->keep.insert(w->keep.end(), flats.begin(), flats.end());
@@ -339,7 +369,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::_reduce_scatter_base(at::Tensor& o
     auto hout = w->stager->out(output);
     w->stager->ready();
     w->keep = {hin, hout};
-    w->ops.push_back(comm_.reduce_scatter(hin.data_ptr(), hout.data_ptr(), u(hout.numel()),
+    w->ops.push_back(communicator().reduce_scatter(hin.data_ptr(), hout.data_ptr(), u(hout.numel()),
                                           dtype_of(input, "reduce_scatter"), op, w->stager->options(opts.timeout)));
     return submit(w);
   });
@@ -366,7 +396,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::reduce_scatter(std::vector<at::Ten
     w->stager->ready();
     auto flat = at::cat(hins);
     w->keep = {flat, hout};
-    w->ops.push_back(comm_.reduce_scatter(flat.data_ptr(), hout.data_ptr(), u(hout.numel()),
+    w->ops.push_back(communicator().reduce_scatter(flat.data_ptr(), hout.data_ptr(), u(hout.numel()),
                                           dtype_of(out, "reduce_scatter"), op, w->stager->options(opts.timeout)));
     return submit(w);
   });
@@ -378,7 +408,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::all_to_all(const at::Tensor& send,
                                                          c10::intrusive_ptr<StrataWork> w,
                                                          std::chrono::milliseconds timeout) {
   const auto sd = prefix(send_counts), rd = prefix(recv_counts);
-  w->ops.push_back(comm_.alltoallv(send.data_ptr(), send_counts, sd, recv.data_ptr(), recv_counts, rd,
+  w->ops.push_back(communicator().alltoallv(send.data_ptr(), send_counts, sd, recv.data_ptr(), recv_counts, rd,
                                    dtype_of(send, "all_to_all"), w->stager->options(timeout)));
   return submit(std::move(w));
 }
@@ -541,7 +571,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::barrier(const c10d::BarrierOptions
   return guarded([&] {
     auto w = c10::make_intrusive<StrataWork>(rank_, c10d::OpType::BARRIER, std::vector<at::Tensor>{},
                                              std::vector<c10::Device>{});
-    w->ops.push_back(comm_.barrier(call(opts.timeout)));
+    w->ops.push_back(communicator().barrier(call(opts.timeout)));
     return submit(w);
   });
 }
@@ -553,7 +583,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::send(std::vector<at::Tensor>& tens
     auto& t = single(tensors, "send");
     check_tensor(t, "send", t.device());
     return one_tensor(c10d::OpType::SEND, t, Staging::in, c10d::kUnsetTimeout, [&](const at::Tensor& h, const CallOptions& o) {
-      return comm_.send(h.data_ptr(), u(h.numel()), dtype_of(t, "send"), dst, o);
+      return communicator().send(h.data_ptr(), u(h.numel()), dtype_of(t, "send"), dst, o);
     });
   });
 }
@@ -563,7 +593,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::recv(std::vector<at::Tensor>& tens
     auto& t = single(tensors, "recv");
     check_tensor(t, "recv", t.device());
     return one_tensor(c10d::OpType::RECV, t, Staging::out, c10d::kUnsetTimeout, [&](const at::Tensor& h, const CallOptions& o) {
-      return comm_.recv(h.data_ptr(), u(h.numel()), dtype_of(t, "recv"), src, o);
+      return communicator().recv(h.data_ptr(), u(h.numel()), dtype_of(t, "recv"), src, o);
     });
   });
 }

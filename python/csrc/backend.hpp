@@ -6,10 +6,14 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <optional>
+#include <set>
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "reconfigure.hpp"
 #include "strata/strata.hpp"
 #include "work.hpp"
 
@@ -17,9 +21,12 @@ namespace strata::torch_backend {
 
 class StrataBackend : public c10d::Backend {
  public:
-  StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
+  // enable_reconfigure: no communicator until reconfigure() names the members (torch's
+  // late initialisation); collectives before it fail saying so.
+  StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout,
+                bool enable_reconfigure = false);
   // Over a communicator that already exists: the survivors' after a shrink.
-  explicit StrataBackend(Communicator comm);
+  StrataBackend(Communicator comm, std::string instance);
   ~StrataBackend() override;
 
   const std::string getBackendName() const override { return "strata"; }
@@ -71,10 +78,30 @@ class StrataBackend : public c10d::Backend {
   std::vector<std::byte> save_residuals();
   void reset_residuals(const std::string& key);
   void restore_residuals(std::span<const std::byte> saved);
-  Communicator& communicator() { return comm_; }
+  Communicator& communicator();
   // The survivors' backend (Communicator::shrink); every survivor calls it. `arbiter`
-  // (may be null): a store outside every rank that breaks an even split.
+  // (may be null): a store outside every rank that breaks an even split. For torch
+  // without the reconfigure API, where a process group cannot change its rank and size.
   c10::intrusive_ptr<StrataBackend> shrink(const std::vector<int>& lost, const c10::intrusive_ptr<c10d::Store>& arbiter);
+
+  // torch's reconfigure API (reconfigure.hpp), here on every torch; the c10d overrides
+  // below forward to it where torch has them. handle(): this rank's; member_handles():
+  // every rank's of the communicator now, which any member can name.
+  std::string handle() const { return make_handle(instance_, rank_); }
+  std::vector<std::string> member_handles() const;
+  // Blocks until this rank is in the new group; on failure the backend is as it was.
+  void reconfigure_to(std::int64_t uuid, const std::vector<std::string>& handles,
+                      std::optional<std::chrono::milliseconds> timeout, QuorumRule rule,
+                      const c10::intrusive_ptr<c10d::Store>& arbiter);
+  // strata.torch.shrink on torch with the reconfigure API: in place, no store, a uuid
+  // derived from the excluded ranks.
+  void shrink_in_place(const std::vector<int>& lost, std::chrono::milliseconds timeout,
+                       const c10::intrusive_ptr<c10d::Store>& arbiter);
+#ifdef C10D_BACKEND_HAS_RECONFIGURE
+  bool supportsReconfigure() const override { return true; }
+  c10d::ReconfigureHandle get_reconfigure_handle() const override { return handle(); }
+  c10::intrusive_ptr<c10d::Work> reconfigure(const c10d::ReconfigureOptions& opts) override;
+#endif
   // Communicator::share_state over CPU tensors (contiguous), in place.
   std::string share_state(const std::vector<at::Tensor>& tensors, int root, bool residuals);
 
@@ -94,7 +121,13 @@ class StrataBackend : public c10d::Backend {
                                             std::vector<std::size_t> send_counts, std::vector<std::size_t> recv_counts,
                                             c10::intrusive_ptr<StrataWork> w, std::chrono::milliseconds timeout);
 
-  Communicator comm_;
+  // The group's store (reconfigure's rendezvous) and default timeout; null store for a
+  // backend over a shrunk communicator, which can still shrink but not create.
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::chrono::milliseconds timeout_{0};
+  std::optional<Communicator> comm_;  // empty until reconfigure() under enable_reconfigure
+  std::string instance_;              // reconfigure.hpp
+  std::set<std::int64_t> used_uuids_;
   std::atomic<std::uint64_t> collectives_{0};  // getSequenceNumberForGroup
   CompletionThread completions_;  // after comm_: stopped (drained) before it
 };

@@ -7,16 +7,23 @@
 namespace py = pybind11;
 using strata::torch_backend::StrataBackend;
 
+namespace {
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+}  // namespace
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "strata's torch.distributed backend";
   py::module_::import("torch.distributed");  // registers c10d's Backend, Store and Work types
+  m.def("_drain_all", &strata::torch_backend::CompletionThread::drain_all, py::call_guard<py::gil_scoped_release>());
   py::class_<StrataBackend, c10d::Backend, c10::intrusive_ptr<StrataBackend>>(m, "StrataBackend")
-      .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s) {
-             return c10::make_intrusive<StrataBackend>(
-                 store, rank, size, std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)));
+      .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s,
+                       bool enable_reconfigure) {
+             return c10::make_intrusive<StrataBackend>(store, rank, size, millis(timeout_s), enable_reconfigure);
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_s"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("enable_reconfigure") = false, py::call_guard<py::gil_scoped_release>())
       .def("allreduce_compressed", &StrataBackend::allreduce_compressed, py::arg("tensor"), py::arg("spec"),
            py::arg("key"), py::call_guard<py::gil_scoped_release>())
       .def("save_residuals",
@@ -49,6 +56,27 @@ PYBIND11_MODULE(_C, m) {
       .def("lost_ranks", [](StrataBackend& b) { return b.communicator().lost_ranks(); })
       .def("_shrink", &StrataBackend::shrink, py::arg("lost"), py::arg("arbiter") = nullptr,
            py::call_guard<py::gil_scoped_release>())
+      // torch's reconfigure API on every torch (strata.torch.shrink, and tests on torch
+      // without dist._reconfigure); reconfigure.hpp.
+      .def_property_readonly("reconfigure_handle", &StrataBackend::handle)
+      .def("_member_handles", &StrataBackend::member_handles)
+      .def(
+          "_reconfigure",
+          [](StrataBackend& b, std::int64_t uuid, const std::vector<std::string>& handles, double timeout_s,
+             const std::string& quorum, const c10::intrusive_ptr<c10d::Store>& arbiter) {
+            using strata::torch_backend::QuorumRule;
+            TORCH_CHECK_VALUE(quorum == "majority" || quorum == "caller", "strata reconfigure: quorum is \"", quorum,
+                              "\"; it takes majority or caller");
+            b.reconfigure_to(uuid, handles, millis(timeout_s),
+                             quorum == "caller" ? QuorumRule::caller : QuorumRule::majority, arbiter);
+          },
+          py::arg("uuid"), py::arg("handles"), py::arg("timeout_s"), py::arg("quorum") = "majority",
+          py::arg("arbiter") = nullptr, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "_shrink_in_place",
+          [](StrataBackend& b, const std::vector<int>& lost, double timeout_s,
+             const c10::intrusive_ptr<c10d::Store>& arbiter) { b.shrink_in_place(lost, millis(timeout_s), arbiter); },
+          py::arg("lost"), py::arg("timeout_s"), py::arg("arbiter") = nullptr, py::call_guard<py::gil_scoped_release>())
       .def("share_state", &StrataBackend::share_state, py::arg("tensors"), py::arg("root") = 0,
            py::arg("residuals") = false, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", [](StrataBackend& b) { return strata::to_string(b.communicator().transport()); })

@@ -1,5 +1,7 @@
 #include "work.hpp"
 
+#include <set>
+
 #include <c10/util/Exception.h>
 
 #include "strata/errors.hpp"
@@ -45,9 +47,31 @@ void StrataWork::complete() {
   }
 }
 
-CompletionThread::CompletionThread() : thread_([this] { run(); }) {}
+namespace {
+
+std::mutex live_mu;
+std::set<CompletionThread*>& live() {
+  static std::set<CompletionThread*> threads;
+  return threads;
+}
+
+}  // namespace
+
+CompletionThread::CompletionThread() : thread_([this] { run(); }) {
+  std::lock_guard<std::mutex> lock(live_mu);
+  live().insert(this);
+}
+
+void CompletionThread::drain_all() {
+  std::lock_guard<std::mutex> lock(live_mu);
+  for (auto* t : live()) t->drain();
+}
 
 CompletionThread::~CompletionThread() {
+  {
+    std::lock_guard<std::mutex> lock(live_mu);
+    live().erase(this);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;

@@ -54,6 +54,10 @@ class CompletionThread {
   void push(c10::intrusive_ptr<StrataWork> w);
   // Blocks until everything pushed so far is complete.
   void drain();
+  // drain() on every completion thread of the process: at interpreter exit, before Python
+  // finalizes, since a work's last reference may hold tensors that need the GIL to go,
+  // and a thread that asks for the GIL during finalization is ended mid-stack.
+  static void drain_all();
 
  private:
   void run();

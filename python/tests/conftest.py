@@ -34,9 +34,10 @@ class Ranks:
 
 @pytest.fixture
 def run_ranks(tmp_path):
-    """run_ranks(scenario, n, init="file", env={}, per_rank_env=None, timeout=180, args=())"""
+    """run_ranks(scenario, n, init="file", env={}, per_rank_env=None, timeout=180, args=(),
+    program="scenarios.py")"""
 
-    def run(scenario, n, init="file", env=None, per_rank_env=None, timeout=180, args=()):
+    def run(scenario, n, init="file", env=None, per_rank_env=None, timeout=180, args=(), program="scenarios.py"):
         port = free_port()
         if init == "file":
             method = f"file://{tmp_path}/rendezvous-{scenario}-{time.monotonic_ns()}"
@@ -53,7 +54,7 @@ def run_ranks(tmp_path):
             e.update(env or {})
             if per_rank_env:
                 e.update(per_rank_env(r))
-            cmd = [sys.executable, str(HERE / "scenarios.py"), scenario, str(r), str(n), method, str(tmp_path), *args]
+            cmd = [sys.executable, str(HERE / program), scenario, str(r), str(n), method, str(tmp_path), *args]
             procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         results = []
         deadline = start + timeout

@@ -1,5 +1,9 @@
 """Going on after a rank is lost, as torchft does: shrink the default group to the
-survivors, or re-form it with replacements through a store that outlives the ranks.
+survivors. On torch with the reconfigure API (2.15), shrink is that API's shrink (in
+place, no store); growing and re-forming go through the API itself:
+
+    dist.init_process_group("strata", enable_reconfigure=True)   # joiners too
+    dist._reconfigure(uuid, handles).wait()   # handles: dist._get_reconfigure_handle() of each member
 
     try:
         dist.all_reduce(grad)
@@ -14,6 +18,8 @@ survivors, or re-form it with replacements through a store that outlives the ran
     digest = strata.torch.share_state(list(model.parameters()))  # the joiners get the model
 """
 from datetime import timedelta
+
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -55,7 +61,15 @@ def shrink(lost=None, timeout=timedelta(minutes=5), arbiter=None):
 def reform(store, rank, world_size, generation, timeout=timedelta(minutes=5)):
     """Re-forms the default process group under `generation` (new for each re-forming) in
     `store`, a store no rank hosts (torch's TCPStore served by the launcher, say): the
-    survivors and the replacements all call it. Then share the model with share_state."""
+    survivors and the replacements all call it. Then share the model with share_state.
+
+    Deprecated where torch has the reconfigure API: every member (joiners initialised with
+    enable_reconfigure=True) calls dist._reconfigure(uuid, handles) instead, which keeps
+    the process group and needs no new rendezvous for the survivors' side."""
+    if hasattr(dist, "_reconfigure"):
+        warnings.warn("strata.torch.reform is deprecated: use torch.distributed._reconfigure "
+                      "(init_process_group(..., enable_reconfigure=True) for new ranks)", DeprecationWarning,
+                      stacklevel=2)
     if dist.is_initialized():
         dist.destroy_process_group()
     dist.init_process_group("strata", store=dist.PrefixStore(generation, store), rank=rank, world_size=world_size,
