@@ -11,9 +11,11 @@ data-parallel SGD over the "strata" backend. At step --kill-at one rank kills it
    strata.torch.shrink() replaces the default group with the survivors' (met over the old
    group's control connections: no store, so rank 0 could have been the one lost). They
    agree on the step to resume from and go on with one rank fewer.
-2. Re-form: the launcher starts a replacement, which asks the store for a place. At the next
-   step boundary every rank calls strata.torch.reform() with it under a new generation,
-   and strata.torch.share_state() gives it the model, checking every rank's SHA-256.
+2. Grow: the launcher starts a replacement, which asks the store for a place. At the next
+   step boundary every rank and the replacement reconfigure the group under a new
+   generation (torch's dist._reconfigure with everyone's handle; strata.torch.reform on a
+   torch without it), and strata.torch.share_state() gives the replacement the model,
+   checking every rank's SHA-256.
 
 Every rank prints its step, group size, loss and the hash of its parameters at the end;
 the launcher checks the hashes agree.
@@ -32,6 +34,7 @@ import torch.distributed as dist
 import strata.torch as st
 
 DIM = 64
+RECONFIGURE = hasattr(dist, "_reconfigure")  # torch's reconfigure API (2.15)
 
 
 def parse():
@@ -109,7 +112,7 @@ class Trainer:
         if rank == 0:
             for t in range(pending):
                 self.store.set(f"place/{int(self.state[2]) + t}", f"{gen} {world - pending + t} {world}")
-        st.reform(self.store, rank, world, f"gen-{gen}")
+        regroup(self.store, rank, world, gen)
         self.after_reform(gen, pending)
 
     def after_reform(self, gen, pending):
@@ -132,6 +135,16 @@ class Trainer:
               f"loss {self.loss:.5f}, parameters {digest}", flush=True)
 
 
+def regroup(store, rank, world, gen):
+    """Everyone in generation gen, in rank order: the members now and the replacements."""
+    if not RECONFIGURE:
+        st.reform(store, rank, world, f"gen-{gen}")
+        return
+    store.set(f"gen-{gen}/handle/{rank}", dist._get_reconfigure_handle())
+    handles = [store.get(f"gen-{gen}/handle/{r}").decode() for r in range(world)]
+    dist._reconfigure(gen, handles, timeout=timedelta(seconds=60)).wait()
+
+
 def worker(args, worker_id, rank, port):
     os.environ["STRATA_REGION"] = "east" if worker_id % 2 == 0 else "west"
     os.environ["STRATA_HOST"] = f"host{worker_id}"
@@ -142,7 +155,10 @@ def worker(args, worker_id, rank, port):
     else:  # a replacement: wait for a place at a step boundary
         ticket = store.add("joiners", 1) - 1
         gen, rank, world = map(int, store.get(f"place/{ticket}").decode().split())
-        st.reform(store, rank, world, f"gen-{gen}")
+        if RECONFIGURE:  # a group of its own, with no members until the others take it in
+            dist.init_process_group("strata", store=dist.PrefixStore("gen-0", store), rank=0, world_size=1,
+                                    enable_reconfigure=True)
+        regroup(store, rank, world, gen)
         t.after_reform(gen, 0)  # gen and joiners come with the shared state
     t.run()
     dist.destroy_process_group()

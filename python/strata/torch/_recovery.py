@@ -44,9 +44,16 @@ def shrink(lost=None, timeout=timedelta(minutes=5), arbiter=None):
     Only more than half of the group's ranks go on (ranks whose process is known gone do
     not count); exactly half only where `arbiter`, a torch Store outside every rank (the
     launcher's TCPStore, say), names them first. The others get a DistBackendError saying
-    the quorum was lost: they may rejoin with reform() once the others are reachable."""
+    the quorum was lost: they may rejoin through dist._reconfigure (torch 2.15; reform()
+    before it) once the others are reachable.
+
+    On torch with the reconfigure API this is its shrink, in place: the process group
+    stays and can grow again through dist._reconfigure."""
     old = backend_of()
     lost = sorted(lost if lost is not None else old.lost_ranks())
+    if hasattr(dist, "_reconfigure"):  # the process group follows its backend's rank and size
+        old._shrink_in_place(lost, timeout.total_seconds(), arbiter)
+        return old.rank(), old.size()
     new = old._shrink(lost, arbiter)
     _adopt.append(new)
     dist.destroy_process_group()
