@@ -121,6 +121,10 @@ class Communicator {
   // Point to point: sends to one peer are matched by that peer's receives in order.
   Work send(const void* buf, std::size_t count, DataType dt, int peer, const CallOptions& o = {});
   Work recv(void* buf, std::size_t count, DataType dt, int peer, const CallOptions& o = {});
+  // A receive from whichever rank's message arrives first (MPI_ANY_SOURCE): *source is
+  // that rank once the work is done. Until it has matched a message, receives issued
+  // after it (from any peer) wait at issue, so that none takes the message it will.
+  Work recv_any(void* buf, std::size_t count, DataType dt, int* source, const CallOptions& o = {});
 
   // Fails every outstanding and future operation with AbortedError; thread-safe.
   void abort();

@@ -268,6 +268,12 @@ STRATA_API strataResult_t strataSend(const void* sendbuff, size_t count,
 STRATA_API strataResult_t strataRecv(void* recvbuff, size_t count, strataDataType_t datatype,
                                      int peer, strataComm_t comm,
                                      strataRequest_t* req) STRATA_NOEXCEPT;
+/* From whichever rank's message arrives first (MPI_ANY_SOURCE): *source is that rank once
+ * the request is done, and must stay valid until then. Receives issued after it wait at
+ * issue until it has matched a message. */
+STRATA_API strataResult_t strataRecvAny(void* recvbuff, size_t count, strataDataType_t datatype,
+                                        int* source, strataComm_t comm,
+                                        strataRequest_t* req) STRATA_NOEXCEPT;
 
 /* Never blocks. Running: *done = 0, returns strataInProgress. Finished: *done = 1,
  * returns the operation's result. */

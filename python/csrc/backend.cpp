@@ -154,7 +154,9 @@ c10::intrusive_ptr<StrataWork> StrataBackend::start(c10d::OpType op, const std::
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10::intrusive_ptr<StrataWork> w) {
-  if (const auto op = w->retrieveOpType(); op != c10d::OpType::SEND && op != c10d::OpType::RECV) ++collectives_;
+  if (const auto op = w->retrieveOpType();
+      op != c10d::OpType::SEND && op != c10d::OpType::RECV && op != c10d::OpType::RECVANYSOURCE)
+    ++collectives_;
   completions_.push(w);
   return w;
 }
@@ -585,6 +587,20 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::send(std::vector<at::Tensor>& tens
     return one_tensor(c10d::OpType::SEND, t, Staging::in, c10d::kUnsetTimeout, [&](const at::Tensor& h, const CallOptions& o) {
       return communicator().send(h.data_ptr(), u(h.numel()), dtype_of(t, "send"), dst, o);
     });
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> StrataBackend::recvAnysource(std::vector<at::Tensor>& tensors, int /*tag*/) {
+  return guarded([&] {
+    auto& t = single(tensors, "recv");
+    check_tensor(t, "recv", t.device());
+    auto w = start(c10d::OpType::RECVANYSOURCE, {t}, t.device(), false);
+    auto h = w->stager->out(t);
+    w->stager->ready();
+    w->keep = {h};
+    w->ops.push_back(communicator().recv_any(h.data_ptr(), u(h.numel()), dtype_of(t, "recv"), &w->source,
+                                             w->stager->options(c10d::kUnsetTimeout)));
+    return submit(w);
   });
 }
 

@@ -28,6 +28,10 @@ class StrataWork : public c10d::Work {
 
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return outputs_; }
+  // A receive from any source: the rank it came from, written by strata before the op
+  // completes (read after wait(), as c10d's callers do).
+  int sourceRank() const override { return source; }
+  int source = -1;
 
   // What the completion thread needs.
   std::vector<strata::Work> ops;

@@ -196,6 +196,23 @@ def check_p2p(rank, world):
         for w in dist.batch_isend_irecv(ops):
             w.wait()
         close(t, data(1350 + prv + n, n, torch.float32), f"batch_isend_irecv n={n}")
+    # From any source: rank 0 takes two messages from every other rank, blocking and not.
+    if rank == 0:
+        seen = []
+        for k in range(2 * (world - 1)):
+            t = on(torch.empty(1001))
+            if k % 2 == 0:
+                src = dist.recv(t)
+            else:
+                w = dist.irecv(t)
+                w.wait()
+                src = w._source_rank()
+            seen.append(src)
+            close(t, data(1400 + 10 * src + seen.count(src), 1001, torch.float32), f"recv from any source ({src})")
+        assert sorted(seen) == sorted(list(range(1, world)) * 2), seen
+    else:
+        for k in (1, 2):
+            dist.send(on(data(1400 + 10 * rank + k, 1001, torch.float32)), 0)
 
 
 def collectives():

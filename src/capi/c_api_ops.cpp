@@ -109,6 +109,16 @@ strataResult_t strataRecv(void* recvbuff, size_t count, strataDataType_t datatyp
   });
 }
 
+strataResult_t strataRecvAny(void* recvbuff, size_t count, strataDataType_t datatype, int* source,
+                             strataComm_t comm, strataRequest_t* req) noexcept {
+  return issue(__func__, comm, req, [&](strata::Communicator& c, const strata::CallOptions& co) {
+    const auto dt = to_cpp(datatype);
+    require_buffer(recvbuff, count, "recvbuff");
+    require_out(source, "source");
+    return c.recv_any(recvbuff, count, dt, source, co);
+  });
+}
+
 strataResult_t strataTest(strataRequest_t req, int* done) noexcept {
   return guarded(__func__, [&](Call&) {
     auto r = Call::request(req);

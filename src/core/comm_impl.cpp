@@ -22,7 +22,7 @@ CommImpl::CommImpl(const Setup& s)
       timeout_(settings_.timeout),
       chunk_bytes_(settings_.chunk_bytes),
       send_seq_(static_cast<std::size_t>(std::max(s.size, 0))),
-      recv_seq_(static_cast<std::size_t>(std::max(s.size, 0))) {
+      receive_order_(std::make_shared<ReceiveOrder>(std::max(s.size, 0))) {
   if (size_ < 1) throw InvalidArgument("communicator size " + std::to_string(size_) + " must be at least 1");
   if (rank_ < 0 || rank_ >= size_)
     throw InvalidArgument("rank " + std::to_string(rank_) + " is out of range for size " + std::to_string(size_));
@@ -195,8 +195,7 @@ Work CommImpl::point_to_point(bool is_send, void* buf, std::size_t count, DataTy
   const auto timeout = o.timeout.count() > 0 ? o.timeout : timeout_;
   const std::size_t bytes = count * dtype_size(dt);
   std::lock_guard<std::mutex> lock(issue_mu_);
-  auto& seqs = is_send ? send_seq_ : recv_seq_;
-  const std::uint64_t seq = seqs[static_cast<std::size_t>(peer)]++;
+  const std::uint64_t seq = is_send ? send_seq_[static_cast<std::size_t>(peer)]++ : receive_order_->take(peer);
   auto work = engine_->submit([=, this]() -> std::optional<Pending> {
     check_usable();
     const auto tag = transport::p2p_tag(seq);
@@ -215,6 +214,37 @@ Work CommImpl::point_to_point(bool is_send, void* buf, std::size_t count, DataTy
                                " bytes where " + std::to_string(bytes) + " were expected");
       };
     }
+    return p;
+  });
+  return Work(work);
+}
+
+Work CommImpl::recv_any(void* buf, std::size_t count, DataType dt, int* user_source, const CallOptions& o) {
+  check_usable();
+  const auto timeout = o.timeout.count() > 0 ? o.timeout : timeout_;
+  const std::size_t bytes = count * dtype_size(dt);
+  auto source = std::make_shared<int>(-1);
+  std::lock_guard<std::mutex> lock(issue_mu_);
+  receive_order_->begin_any();
+  std::shared_ptr<transport::Request> req;
+  try {
+    req = std::make_shared<AnySourceRecv>(*transport_, receive_order_, buf, bytes, source);
+  } catch (...) {
+    receive_order_->end_any(-1);
+    throw;
+  }
+  auto work = engine_->submit([=, this]() -> std::optional<Pending> {
+    check_usable();
+    Pending p;
+    p.deadline = Clock::now() + timeout;
+    p.what = "recv from any source on rank " + std::to_string(rank_);
+    p.request = req;
+    p.on_complete = [req, bytes, source, user_source, what = p.what] {
+      *user_source = *source;
+      if (req->bytes() != bytes)
+        throw TransportError(what + ": received " + std::to_string(req->bytes()) + " bytes from rank " +
+                             std::to_string(*source) + " where " + std::to_string(bytes) + " were expected");
+    };
     return p;
   });
   return Work(work);

@@ -22,6 +22,7 @@
 #include "bootstrap/tcp_store.hpp"
 #include "collectives/context.hpp"
 #include "collectives/dispatch.hpp"
+#include "core/any_source.hpp"
 #include "core/call_router.hpp"
 #include "core/device_call.hpp"
 #include "core/engine.hpp"
@@ -73,6 +74,9 @@ class CommImpl {
   Work collective(const collectives::CollArgs& a, const CallOptions& o, const CallBuffers& where = {});
   Work point_to_point(bool is_send, void* buf, std::size_t count, DataType dt, int peer,
                       const CallOptions& o);
+  // A receive from whichever rank's message comes first (any_source.hpp); *source is
+  // set before the work completes.
+  Work recv_any(void* buf, std::size_t count, DataType dt, int* source, const CallOptions& o);
   void abort(const std::string& why);
   // Ranks known lost (by this rank's control mesh or another's), ascending.
   std::vector<int> lost_ranks() const { return failures_.lost(); }
@@ -171,7 +175,8 @@ class CommImpl {
   int shrinks_ = 0;      // how many shrinks of this communicator were started, to key each apart
   std::mutex issue_mu_;  // orders sequence numbers with queue order
   std::uint64_t next_seq_ = 0;
-  std::vector<std::uint64_t> send_seq_, recv_seq_;
+  std::vector<std::uint64_t> send_seq_;
+  std::shared_ptr<ReceiveOrder> receive_order_;  // receives' numbers, also the engine's
 
 
   std::shared_ptr<Engine> engine_;  // last: stopped first; Work handles hold weak refs

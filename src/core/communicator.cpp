@@ -396,6 +396,15 @@ Work Communicator::send(const void* buf, std::size_t count, DataType dt, int pee
   return impl_->point_to_point(true, const_cast<void*>(buf), count, dt, peer, o);
 }
 
+Work Communicator::recv_any(void* buf, std::size_t count, DataType dt, int* source, const CallOptions& o) {
+  const Checker c{"recv_any", rank(), impl_.get()};
+  c.dtype(dt);
+  if (!source) throw InvalidArgument("recv_any on rank " + std::to_string(rank()) + ": source is null");
+  c.buffer(buf, c.bytes(count, dt), "buf");
+  c.host_only(o, buf, c.bytes(count, dt));
+  return impl_->recv_any(buf, count, dt, source, o);
+}
+
 Work Communicator::recv(void* buf, std::size_t count, DataType dt, int peer, const CallOptions& o) {
   const Checker c{"recv", rank(), impl_.get()};
   c.dtype(dt);

@@ -69,6 +69,10 @@ class Transport {
   // Sending to yourself is allowed and matched like any other message.
   virtual RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) = 0;
   virtual RequestPtr irecv(int peer, Tag tag, void* buf, std::size_t capacity) = 0;
+  // Whether a message from `peer` with `tag` has arrived (its header at least) and waits
+  // for a receive; receiving from any source is built on it. A message held back because
+  // it would exceed the unexpected budget is seen once there is room.
+  virtual bool probe(int peer, Tag tag) = 0;
 
   // Advances communication without blocking; returns true if anything happened.
   virtual bool progress() = 0;

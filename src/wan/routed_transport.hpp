@@ -28,6 +28,7 @@ class RoutedTransport : public transport::Transport, public transport::LinkRepor
   int size() const override { return local_->size(); }
   transport::RequestPtr isend(int peer, transport::Tag tag, const void* buf, std::size_t bytes) override;
   transport::RequestPtr irecv(int peer, transport::Tag tag, void* buf, std::size_t capacity) override;
+  bool probe(int peer, transport::Tag tag) override { return route(peer).probe(peer, tag); }
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;

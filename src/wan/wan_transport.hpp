@@ -78,6 +78,7 @@ class WanTransport : public transport::AsioTransport {
   int size() const override { return static_cast<int>(out_.size()); }
   RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) override;
   RequestPtr irecv(int peer, Tag tag, void* buf, std::size_t capacity) override;
+  bool probe(int peer, Tag tag) override { return in_.at(static_cast<std::size_t>(peer)).unexpected.contains(tag); }
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;

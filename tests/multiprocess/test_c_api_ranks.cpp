@@ -416,6 +416,32 @@ TEST_P(CApiRanks, SendRecvAroundARingKeepsOrder) {
   });
 }
 
+TEST_P(CApiRanks, ReceivesFromAnySourceNameTheSender) {
+  run([](strataComm_t comm, int rank, int nranks) {
+    const std::size_t n = 777;
+    if (rank != 0) {
+      const auto mine = input_of(rank, 600, strataInt32, strataSum, n);
+      check(strataSend(mine.bytes.data(), n, strataInt32, 0, comm, nullptr), "send");
+    } else {
+      std::vector<int> seen(static_cast<std::size_t>(nranks), 0);
+      for (int m = 1; m < nranks; ++m) {
+        Buffer got(strataInt32, n);
+        int source = -1;
+        strataRequest_t r = nullptr;
+        check(strataRecvAny(got.data(), n, strataInt32, &source, comm, &r), "recv any");
+        check(strataWait(r), "wait");
+        check(strataRequestFree(r), "free");
+        ASSERT_TRUE(source > 0 && source < nranks) << source;
+        ++seen[static_cast<std::size_t>(source)];
+        const auto want = reference({input_of(source, 600, strataInt32, strataSum, n)}, strataSum);
+        expect_equal(got, 0, want, 0, n, strataSum, "message from rank " + std::to_string(source));
+      }
+      for (int s = 1; s < nranks; ++s) EXPECT_EQ(seen[static_cast<std::size_t>(s)], 1) << "rank " << s;
+    }
+    check(strataBarrier(comm, nullptr), "barrier");
+  });
+}
+
 TEST_P(CApiRanks, OutstandingRequestsCompleteInAnyWaitOrder) {
   run([](strataComm_t comm, int rank, int nranks) {
     constexpr int kOps = 12;

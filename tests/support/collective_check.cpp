@@ -149,7 +149,46 @@ void p2p_and_barrier(Communicator& comm) {
     r.wait();
     require(got == want, "send/recv of " + std::to_string(n) + " bytes corrupted");
   }
+  check_any_source(comm);
   check_barrier(comm);
+}
+
+void check_any_source(Communicator& comm) {
+  const int p = comm.size(), me = comm.rank();
+  if (p == 1) return;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1003}}) {
+    for (int root = 0; root < p; ++root) {
+      const auto payload = [&](int from, int k) {
+        return random_elements(DataType::u8, ReduceOp::sum, n, 9000 + 100 * from + 10 * k + root);
+      };
+      if (me != root) {
+        for (int k = 0; k < 2; ++k) comm.send(payload(me, k).data(), n, DataType::u8, root).wait();
+        continue;
+      }
+      // A receive from a named peer issued while one from any source is unmatched takes
+      // that peer's next message after it: each sender's two arrive in order either way.
+      const int named = (root + 1) % p;
+      std::vector<Bytes> got(2 * static_cast<std::size_t>(p - 1), Bytes(n));
+      std::vector<int> from(got.size(), -1);
+      auto first = comm.recv_any(got[0].data(), n, DataType::u8, &from[0]);
+      auto second = comm.recv(got[1].data(), n, DataType::u8, named);
+      from[1] = named;
+      first.wait();
+      second.wait();
+      for (std::size_t i = 2; i < got.size(); ++i) comm.recv_any(got[i].data(), n, DataType::u8, &from[i]).wait();
+      std::vector<int> next(static_cast<std::size_t>(p), 0);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const int s = from[i];
+        require(s >= 0 && s < p && s != root, "recv_any: source " + std::to_string(s) + " on root " +
+                                                 std::to_string(root));
+        const int k = next[static_cast<std::size_t>(s)]++;
+        require(k < 2 && got[i] == payload(s, k), "recv_any of " + std::to_string(n) + " bytes: message " +
+                                                      std::to_string(i) + " from rank " + std::to_string(s) +
+                                                      " is not its message " + std::to_string(k));
+      }
+    }
+    comm.barrier().wait();
+  }
 }
 
 void check_barrier(Communicator& comm, const CallOptions& o) {

@@ -35,6 +35,9 @@ std::string run_case(Communicator& comm, const Case& c, std::uint64_t case_id, c
                      Memory memory = Memory::host);
 // send/recv around the ring at several sizes, then barriers; throws on corruption.
 void p2p_and_barrier(Communicator& comm);
+// Every rank in turn receives two messages from each other rank from any source (and one
+// from a named peer while such a receive is unmatched): right bytes, per-sender order.
+void check_any_source(Communicator& comm);
 // Barriers with one rank arriving 30 ms late in each round: throws if any rank leaves
 // before the late one entered.
 void check_barrier(Communicator& comm, const CallOptions& o = {});

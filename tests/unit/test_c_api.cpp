@@ -110,6 +110,11 @@ std::vector<std::pair<const char*, std::function<strataResult_t(strataComm_t)>>>
       {"strataBarrier", [](strataComm_t c) { return strataBarrier(c, nullptr); }},
       {"strataSend", [](strataComm_t c) { return strataSend(buf, 4, strataFloat, 0, c, nullptr); }},
       {"strataRecv", [](strataComm_t c) { return strataRecv(buf, 4, strataFloat, 0, c, nullptr); }},
+      {"strataRecvAny",
+       [](strataComm_t c) {
+         static int source;
+         return strataRecvAny(buf, 4, strataFloat, &source, c, nullptr);
+       }},
   };
 }
 
@@ -339,6 +344,8 @@ TEST_F(OneRank, NullBuffersAreRejectedUnlessCountIsZero) {
   EXPECT_THAT(thread_error(), HasSubstr("recvbuff (on root) is NULL"));
   EXPECT_EQ(strataSend(nullptr, 4, strataFloat, 0, comm_, nullptr), strataInvalidArgument);
   EXPECT_EQ(strataRecv(nullptr, 4, strataFloat, 0, comm_, nullptr), strataInvalidArgument);
+  EXPECT_EQ(strataRecvAny(buf, 4, strataFloat, nullptr, comm_, nullptr), strataInvalidArgument);
+  EXPECT_THAT(thread_error(), HasSubstr("source"));
   EXPECT_EQ(strataAllReduce(nullptr, nullptr, 0, strataFloat, strataSum, comm_, nullptr),
             strataSuccess)
       << thread_error();

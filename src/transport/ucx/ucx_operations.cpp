@@ -80,6 +80,11 @@ RequestPtr UcxTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
   return req;
 }
 
+bool UcxTransport::probe(int peer, Tag tag) {
+  ucp_tag_recv_info_t info{};
+  return ucp_tag_probe_nb(worker_, wire_tag(peer, tag), kFullMask, 0, &info) != nullptr;
+}
+
 void UcxTransport::launched(const std::shared_ptr<UcxRequest>& req, ucs_status_ptr_t ret,
                             std::size_t immediate_bytes) {
   if (UCS_PTR_IS_PTR(ret)) {

@@ -43,6 +43,7 @@ class UcxTransport final : public Transport, public LinkReport {
 
   RequestPtr isend(int peer, Tag tag, const void* buf, std::size_t bytes) override;
   RequestPtr irecv(int peer, Tag tag, void* buf, std::size_t capacity) override;
+  bool probe(int peer, Tag tag) override;
   bool progress() override;
   void wait_event(std::chrono::microseconds max) override;
   void abort(const std::string& why) override;
