@@ -154,7 +154,15 @@ def identity(p):
     p.init()
     p.reconfigure(800, p.handles("init"))
     p.check(list(range(p.world)))
-    p.reconfigure(801, p.handles("again"))
+    handles = p.handles("again")
+    # Refused on every rank before anything changes: the group stays usable.
+    mine = dist._get_reconfigure_handle()
+    _refused(lambda: p.reconfigure(802, [h for h in handles if h != mine]), ValueError, "is not among")
+    _refused(lambda: p.reconfigure(802, handles + [mine]), ValueError, "appears twice")
+    _refused(lambda: p.reconfigure(802, handles + ["gloo:0:1:2:"]), ValueError, "not a strata reconfigure handle")
+    _refused(lambda: p.reconfigure(802, handles, hints={"strata.quorom": "caller"}), ValueError, "unknown hint")
+    p.check(list(range(p.world)))
+    p.reconfigure(801, handles)
     p.check(list(range(p.world)))
     p.done()
 
