@@ -21,12 +21,13 @@ import torch
 import torch.distributed as dist
 
 from strata import _C
+from strata.torch._diloco import DiLoCo, nesterov_sgd, region_group
 from strata.torch._hook import CompressionState, compress_hook
 from strata.torch._backend import backend_of
 from strata.torch._recovery import _adopt, lost_ranks, reform, share_state, shrink
 
 __all__ = ["CompressionState", "compress_hook", "backend_of", "StrataBackend", "lost_ranks", "shrink", "reform",
-           "share_state"]
+           "share_state", "DiLoCo", "nesterov_sgd", "region_group"]
 
 StrataBackend = _C.StrataBackend
 
