@@ -49,8 +49,8 @@ def same_everywhere(tensors, what):
     assert len(set(every)) == 1, f"{what}: ranks hold different bits {every}"
 
 
-def train(model, diloco, inner, steps, first=0, before_step=None):
-    ddp = DDP(model, process_group=REGION)
+def train(model, diloco, inner, steps, first=0, before_step=None, ddp=True):
+    ddp = DDP(model, process_group=REGION) if ddp else model
     for s in range(first, first + steps):
         x, y = batch(s, dist.get_rank())
         ((ddp(x) - y) ** 2).mean().backward()
@@ -151,11 +151,62 @@ def checkpoint():
     print(f"digest {d[:16]}")
 
 
-SCENARIOS = {f.__name__: f for f in (exact, compressed, streaming, checkpoint)}
+def region_lost():
+    """Three regions of one rank; the third dies at a sync. The others shrink, recover and
+    go on; then a replacement joins (torch's reconfigure API), receives the state through
+    share_state, and all three train on with identical global parameters."""
+    import os
+    import signal
+
+    store = dist.TCPStore("127.0.0.1", int(os.environ["STORE_PORT"]), is_master=False,
+                          timeout=datetime.timedelta(seconds=60))
+    me = int(sys.argv[2])
+    model = net()
+    inner = torch.optim.SGD(model.parameters(), lr=0.05)
+    if me == 3:  # the replacement: waits until the others have gone on without the lost one
+        store.wait(["recovered"], datetime.timedelta(seconds=120))
+        dist.init_process_group("strata", store=store, rank=0, world_size=1, enable_reconfigure=True,
+                                timeout=datetime.timedelta(seconds=60))
+    else:
+        dist.init_process_group("strata", store=store, rank=me, world_size=3, timeout=datetime.timedelta(seconds=60))
+    diloco = st.DiLoCo(model, inner, sync_every=H)
+    if me < 3:
+        global REGION
+        REGION = st.region_group()
+        try:
+            for s in range(4 * H):
+                if me == 2 and s + 1 == 2 * H:
+                    os.kill(os.getpid(), signal.SIGKILL)  # at the second sync
+                train(model, diloco, inner, 1, first=s)
+        except dist.DistBackendError:
+            lost = st.lost_ranks()
+            assert lost == [2], lost
+            st.shrink(lost)
+            d = diloco.recover()
+            print(f"rank {me}: recovered at step {diloco.steps} ({d[:16]})", flush=True)
+        assert diloco.steps == 2 * H, diloco.steps  # the sync that failed is the step the ranks restart from
+        train(model, diloco, inner, H, first=diloco.steps, ddp=False)
+        same_everywhere(diloco.global_params, "global parameters of the survivors")
+        if me == 0:
+            store.set("recovered", "1")
+    # Grow: the survivors and the replacement, in that order.
+    store.set(f"grow/{me}", dist._get_reconfigure_handle())
+    members = [0, 1, 3]
+    dist._reconfigure(4242, [store.get(f"grow/{r}").decode() for r in members],
+                      timeout=datetime.timedelta(seconds=60)).wait()
+    diloco.recover(root=0)
+    assert diloco.steps == 3 * H, diloco.steps
+    train(model, diloco, inner, 2 * H, first=diloco.steps, ddp=False)
+    same_everywhere(diloco.global_params, "global parameters after the replacement joined")
+
+
+SCENARIOS = {f.__name__: f for f in (exact, compressed, streaming, checkpoint, region_lost)}
 
 if __name__ == "__main__":
-    name, rank, world = init()
-    REGION = st.region_group()
+    name, rank = sys.argv[1], int(sys.argv[2])
+    if name != "region_lost":
+        init()
+        REGION = st.region_group()
     SCENARIOS[name]()
     print(f"rank {rank}: {name} ok", flush=True)
     dist.destroy_process_group()

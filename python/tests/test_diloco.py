@@ -1,7 +1,13 @@
 """strata.torch.DiLoCo on 4 ranks in two emulated regions (diloco_scenarios.py): outer
 steps equal to a plain-torch reference of the paper's, global parameters bit-identical on
-every replica (exact, int4, streaming with int8), checkpoint and share_state."""
+every replica (exact, int4, streaming with int8), checkpoint and share_state; a region
+lost at a sync, the others going on, and a replacement joining."""
+from datetime import timedelta
+
 import pytest
+import torch.distributed as dist
+
+from conftest import free_port
 
 REGIONS = {"STRATA_WAN_EMULATE": "delay=1ms"}
 
@@ -15,3 +21,20 @@ def test_diloco(run_ranks, scenario):
     r = run_ranks(scenario, 4, env=REGIONS, per_rank_env=region, timeout=240, program="diloco_scenarios.py").check()
     for rank in range(4):
         assert f"rank {rank}: {scenario} ok" in r.output(rank), r.output(rank)
+
+
+@pytest.mark.skipif(not hasattr(dist, "_reconfigure"), reason="torch without the reconfigure API")
+def test_diloco_region_lost_then_replaced(run_ranks):
+    port = free_port()
+    store = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=60))
+    regions = ["east", "west", "north", "north"]
+    r = run_ranks("region_lost", 4, env={**REGIONS, "STORE_PORT": str(port)},
+                  per_rank_env=lambda rank: {"STRATA_REGION": regions[rank]}, timeout=240,
+                  program="diloco_scenarios.py")
+    del store
+    assert r.results[2][0] != 0  # killed
+    for rank in (0, 1, 3):
+        assert r.results[rank][0] == 0, r.output(rank)
+        assert f"rank {rank}: region_lost ok" in r.output(rank), r.output(rank)
+    for rank in (0, 1):
+        assert f"rank {rank}: recovered at step {2 * 5}" in r.output(rank), r.output(rank)

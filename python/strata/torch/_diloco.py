@@ -139,6 +139,19 @@ class DiLoCo:
                 else:
                     p.copy_(g)
 
+    def recover(self, root=0):
+        """After a lost replica: once the outer group has shrunk (strata.torch.shrink, or
+        dist._reconfigure), call on every rank of it. Syncs in flight on the old group are
+        dropped (some ranks may have applied one the others did not), every rank takes
+        root's global parameters, outer state and step, and the local parameters start
+        again from the global ones. Returns the global parameters' digest."""
+        self._in_flight.clear()
+        digest = self.share_state(root)
+        with torch.no_grad():
+            for g, p in zip(self.global_params, self.local):
+                p.copy_(g)
+        return digest
+
     # ---- state
 
     def state_dict(self):
