@@ -9,7 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 RUNS = [("ddp-exact", "DDP exact"), ("ddp-topk", "DDP top-k 1% + int8"), ("diloco-exact", "DiLoCo H=50 exact"),
-        ("diloco-int4", "DiLoCo H=50 int4"), ("streaming-int4", "streaming DiLoCo int4")]
+        ("diloco-int4", "DiLoCo H=50 int4"), ("streaming-int4", "streaming DiLoCo int4"),
+        ("streaming-exact", "streaming DiLoCo exact")]
 
 
 def main():

@@ -3,7 +3,9 @@
 # examples/torch/diloco.py, 4 ranks (2 per region, netns.sh: HTB RATE both ways between
 # the regions, the WAN link's in-process delay DELAY one way), the same inner steps for
 # every run: DDP exact, DDP top-k 1% + int8, DiLoCo (H = 50) exact, DiLoCo int4, streaming
-# DiLoCo int4 (5 fragments, each overlapping 5 inner steps). Prints a table; writes each
+# DiLoCo int4 (5 fragments, each overlapping 5 inner steps), and streaming DiLoCo exact to
+# set beside DiLoCo exact (how much of the outer sync's wait streaming hides; int4 syncs
+# are too small to wait on here). Prints a table; writes each
 # run's JSON and the loss curves (PNG) to OUT.
 #
 # Usage: bench/wan/diloco_wan.sh [RATE] [DELAY] [STEPS] [OUT]   defaults: 100mbit 25ms 500 bench-diloco
@@ -52,4 +54,5 @@ run ddp-topk --mode ddp --compress topk:0.01+int8
 run diloco-exact --mode diloco --sync-every 50
 run diloco-int4 --mode diloco --sync-every 50 --compress int4
 run streaming-int4 --mode diloco --sync-every 50 --compress int4 --fragments 5 --delay 5
+run streaming-exact --mode diloco --sync-every 50 --fragments 5 --delay 5
 "$PY" "$here/diloco_report.py" "$OUT" "RATE $RATE both ways, $DELAY one way, $STEPS inner steps"

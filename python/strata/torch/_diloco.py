@@ -23,6 +23,8 @@ steps (fragment f at steps where step % H == f*H//F); with `delay=d > 0` a fragm
 outer allreduce runs while the next d inner steps do, and is applied when they are done:
 global parameters stepped as above, local ones mixed, local <- mix*local + (1-mix)*global.
 """
+import time
+
 import torch
 import torch.distributed as dist
 
@@ -89,6 +91,7 @@ class DiLoCo:
         bounds.append(len(params))
         self._fragments = [range(bounds[f], bounds[f + 1]) for f in range(fragments)]
         self.steps = 0
+        self.wait_seconds = 0.0  # time the inner loop spent blocked on outer allreduces
         self._in_flight = {}  # fragment -> (work, pseudo-gradient, step it is due)
 
     # ---- the loop
@@ -119,7 +122,9 @@ class DiLoCo:
         self._in_flight[f] = (work, delta, self.steps + self.delay)
 
     def _apply(self, f, work, delta):
+        t = time.monotonic()
         work.wait()
+        self.wait_seconds += time.monotonic() - t
         del self._in_flight[f]
         idx = self._fragments[f]
         offset = 0
