@@ -44,6 +44,11 @@ void StrataBackend::reconfigure_to(std::int64_t uuid, const std::vector<std::str
                                    std::optional<std::chrono::milliseconds> timeout_in, QuorumRule rule,
                                    const c10::intrusive_ptr<c10d::Store>& arbiter) {
   reporting([&] {
+#ifndef C10D_BACKEND_HAS_RECONFIGURE
+    // c10d's Backend fixes its rank and size before torch 2.15; strata.torch.shrink takes
+    // its own path there.
+    throw std::invalid_argument("this torch's c10d cannot change a backend's rank and size (torch 2.15 can)");
+#endif
     if (used_uuids_.count(uuid))
       throw std::invalid_argument("uuid " + std::to_string(uuid) +
                                   " was already used on this rank; each reconfigure needs a fresh uuid");
@@ -81,8 +86,10 @@ void StrataBackend::reconfigure_to(std::int64_t uuid, const std::vector<std::str
     // goes: ranks left out see this rank leave.
     completions_.drain();
     comm_ = std::move(next);
+#ifdef C10D_BACKEND_HAS_RECONFIGURE
     rank_ = plan.new_rank;
     size_ = plan.new_size;
+#endif
     instance_ = instance_of(uuid);
     collectives_ = 0;
     used_uuids_.insert(uuid);
