@@ -20,18 +20,13 @@ export PYTHONPATH=$root/build/python
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
-cleanup() {
-  for ns in strata-r0 strata-r1; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
-  done
-  "$here/netns.sh" down >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
+source "$here/ns_jobs.sh"
+ns_trap
 "$here/netns.sh" up 2 "$RATE" >/dev/null
 
 port=29700
 run() {  # NAME ARGS...: 4 ranks, rank 0 writes OUT/NAME.json; bounded in time
-  local name=$1 pids=() rc=0
+  local name=$1 rc=0
   shift
   port=$((port + 1))
   for rank in 0 1 2 3; do
@@ -42,9 +37,9 @@ run() {  # NAME ARGS...: 4 ranks, rank 0 writes OUT/NAME.json; bounded in time
       STRATA_WAN_EMULATE=delay=$DELAY \
       timeout 1200 "$PY" "$root/examples/torch/diloco.py" --steps "$STEPS" --json "$OUT/$name.json" "$@" \
       > "$OUT/$name.rank$rank.log" 2>&1 &
-    pids+=($!)
+    PIDS+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  ns_wait_job || rc=$?
   [[ $rc == 0 ]] || { echo "diloco_wan.sh: run $name failed (logs in $OUT)" >&2; return $rc; }
   echo "$name done"
 }

@@ -1,5 +1,5 @@
 # Sourced by the bench scripts that start jobs of ranks in the region namespaces
-# (algo_sweep.sh, ps_hosts.sh): the clean-up trap, which kills what is left of a job and
+# (algo_sweep.sh, ps_hosts.sh, diloco_wan.sh): the clean-up trap, which kills what is left of a job and
 # removes the namespaces, and waiting for a job. Set `here` to this folder first; a job
 # puts its processes in PIDS.
 PIDS=()

@@ -85,11 +85,9 @@ class StrataBackend : public c10d::Backend {
   // without the reconfigure API, where a process group cannot change its rank and size.
   c10::intrusive_ptr<StrataBackend> shrink(const std::vector<int>& lost, const c10::intrusive_ptr<c10d::Store>& arbiter);
 
-  // torch's reconfigure API (reconfigure.hpp), here on every torch; the c10d overrides
-  // below forward to it where torch has them. handle(): this rank's; member_handles():
-  // every rank's of the communicator now, which any member can name.
+  // torch's reconfigure API (reconfigure.hpp); the c10d overrides below forward to it
+  // where torch has them. handle(): this rank's.
   std::string handle() const { return make_handle(instance_, rank_); }
-  std::vector<std::string> member_handles() const;
   // Blocks until this rank is in the new group; on failure the backend is as it was.
   void reconfigure_to(std::int64_t uuid, const std::vector<std::string>& handles,
                       std::optional<std::chrono::milliseconds> timeout, QuorumRule rule,

@@ -33,13 +33,6 @@ std::vector<std::uint8_t> bytes(const std::string& s) { return {s.begin(), s.end
 
 }  // namespace
 
-std::vector<std::string> StrataBackend::member_handles() const {
-  std::vector<std::string> out;
-  if (!comm_) return {handle()};
-  for (int r = 0; r < size_; ++r) out.push_back(make_handle(instance_, r));
-  return out;
-}
-
 void StrataBackend::reconfigure_to(std::int64_t uuid, const std::vector<std::string>& handles,
                                    std::optional<std::chrono::milliseconds> timeout_in, QuorumRule rule,
                                    const c10::intrusive_ptr<c10d::Store>& arbiter) {

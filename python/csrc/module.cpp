@@ -56,22 +56,7 @@ PYBIND11_MODULE(_C, m) {
       .def("lost_ranks", [](StrataBackend& b) { return b.communicator().lost_ranks(); })
       .def("_shrink", &StrataBackend::shrink, py::arg("lost"), py::arg("arbiter") = nullptr,
            py::call_guard<py::gil_scoped_release>())
-      // torch's reconfigure API on every torch (strata.torch.shrink, and tests on torch
-      // without dist._reconfigure); reconfigure.hpp.
-      .def_property_readonly("reconfigure_handle", &StrataBackend::handle)
-      .def("_member_handles", &StrataBackend::member_handles)
-      .def(
-          "_reconfigure",
-          [](StrataBackend& b, std::int64_t uuid, const std::vector<std::string>& handles, double timeout_s,
-             const std::string& quorum, const c10::intrusive_ptr<c10d::Store>& arbiter) {
-            using strata::torch_backend::QuorumRule;
-            TORCH_CHECK_VALUE(quorum == "majority" || quorum == "caller", "strata reconfigure: quorum is \"", quorum,
-                              "\"; it takes majority or caller");
-            b.reconfigure_to(uuid, handles, millis(timeout_s),
-                             quorum == "caller" ? QuorumRule::caller : QuorumRule::majority, arbiter);
-          },
-          py::arg("uuid"), py::arg("handles"), py::arg("timeout_s"), py::arg("quorum") = "majority",
-          py::arg("arbiter") = nullptr, py::call_guard<py::gil_scoped_release>())
+      // strata.torch.shrink on torch with the reconfigure API (reconfigure.hpp).
       .def(
           "_shrink_in_place",
           [](StrataBackend& b, const std::vector<int>& lost, double timeout_s,

@@ -33,6 +33,20 @@ class Ranks:
 
 
 @pytest.fixture
+def outside_store():
+    """The port of a torch TCPStore this test process serves, outside every rank (as a
+    launcher's would be); ranks find it in STORE_PORT."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    port = free_port()
+    store = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=60))
+    yield port
+    del store
+
+
+@pytest.fixture
 def run_ranks(tmp_path):
     """run_ranks(scenario, n, init="file", env={}, per_rank_env=None, timeout=180, args=(),
     program="scenarios.py")"""

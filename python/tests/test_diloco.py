@@ -2,12 +2,8 @@
 steps equal to a plain-torch reference of the paper's, global parameters bit-identical on
 every replica (exact, int4, streaming with int8), checkpoint and share_state; a region
 lost at a sync, the others going on, and a replacement joining."""
-from datetime import timedelta
-
 import pytest
 import torch.distributed as dist
-
-from conftest import free_port
 
 REGIONS = {"STRATA_WAN_EMULATE": "delay=1ms"}
 
@@ -24,14 +20,11 @@ def test_diloco(run_ranks, scenario):
 
 
 @pytest.mark.skipif(not hasattr(dist, "_reconfigure"), reason="torch without the reconfigure API")
-def test_diloco_region_lost_then_replaced(run_ranks):
-    port = free_port()
-    store = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=60))
+def test_diloco_region_lost_then_replaced(run_ranks, outside_store):
     regions = ["east", "west", "north", "north"]
-    r = run_ranks("region_lost", 4, env={**REGIONS, "STORE_PORT": str(port)},
+    r = run_ranks("region_lost", 4, env={**REGIONS, "STORE_PORT": str(outside_store)},
                   per_rank_env=lambda rank: {"STRATA_REGION": regions[rank]}, timeout=240,
                   program="diloco_scenarios.py")
-    del store
     assert r.results[2][0] != 0  # killed
     for rank in (0, 1, 3):
         assert r.results[rank][0] == 0, r.output(rank)

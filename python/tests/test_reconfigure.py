@@ -3,12 +3,9 @@ dist._get_reconfigure_handle, dist._reconfigure) on strata: the scenarios of tor
 fault-tolerance tests, each ending in an exact allreduce over the new members, on TCP in
 one region and across two emulated regions over the WAN link (reconfigure_scenarios.py)."""
 import re
-from datetime import timedelta
 
 import pytest
 import torch.distributed as dist
-
-from conftest import free_port
 
 pytestmark = pytest.mark.skipif(not hasattr(dist, "_reconfigure"), reason="torch without the reconfigure API")
 
@@ -19,15 +16,11 @@ LAYOUTS = {
 
 
 @pytest.fixture
-def reconfigure_ranks(run_ranks):
+def reconfigure_ranks(run_ranks, outside_store):
     def run(scenario, layout, n=3, timeout=150):
-        port = free_port()
-        store = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=60))
         env, per_rank = LAYOUTS[layout]
-        r = run_ranks(scenario, n, env={**env, "STORE_PORT": str(port)}, per_rank_env=per_rank, timeout=timeout,
-                      program="reconfigure_scenarios.py")
-        del store
-        return r
+        return run_ranks(scenario, n, env={**env, "STORE_PORT": str(outside_store)}, per_rank_env=per_rank,
+                         timeout=timeout, program="reconfigure_scenarios.py")
 
     return run
 

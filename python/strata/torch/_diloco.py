@@ -127,9 +127,7 @@ class DiLoCo:
         self.wait_seconds += time.monotonic() - t
         del self._in_flight[f]
         idx = self._fragments[f]
-        offset = 0
-        for p in self.global_params:
-            p.grad = None
+        offset = 0  # only this fragment's parameters have a gradient: the others' are None
         for i in idx:
             g = self.global_params[i]
             g.grad = delta[offset:offset + g.numel()].view_as(g)
