@@ -8,6 +8,8 @@ pkgs=(cmake ninja-build g++ pkg-config libboost-dev libboost-system-dev libproto
       # openssl: the TLS tests make their certificate authorities with its command line
       nlohmann-json3-dev     # JSON in the tools (strata-perf --json, strata-plan --measured)
       # iptables: partitions and idle-flow middleboxes between network namespaces (tests/support/netns.hpp)
+      libnetfilter-queue-dev libmnl-dev ethtool iputils-ping  # the WAN lab (bench/wan/netns.sh): its
+                             # delay line, MSS-sized packets where a path is lossy, its own check
       gdb                    # the stacks of a test rank that ran out of time (tests/support/fork_ranks.cpp)
       python3-venv)          # the Python environment of the PyTorch backend (scripts/python-env.sh)
 missing=()

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The WAN lab's own check: what netns.sh says it applies, measured from the regions.
+#
+#   bench/wan/lab_check.sh [--rate RATE] [--min-share F] [--quick]
+#
+# 1. rate:  2 regions at RATE (1gbit), no delay: iperf3 with 4 streams must reach F (0.9)
+#           of RATE through the router.
+# 2. delay: 3 regions with an uneven one-way matrix (5/15/30 ms, not symmetric) and ±1 ms
+#           jitter: each ordered pair's ping round trip must be the sum of its two ways
+#           (mean within 1 ms of it, every sample within the two ways' jitter and 1.5 ms of
+#           forwarding), and UDP through a
+#           jittered path arrives in order and complete (the router never reorders).
+# 3. loss:  2 regions, 10 ms, 2% loss from region 0 to region 1 only: iperf3's UDP loss
+#           must be 2% ± 0.6 one way and below 0.3% the other.
+# Prints one line per figure, "ok" or "FAIL", and exits 1 if any failed; 77 (skip) when
+# it cannot run here (not root, no router binary, a tool missing). Bounded: every command
+# runs under timeout, and the lab is torn down on exit.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+RATE=1gbit SHARE=0.9 QUICK=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rate) RATE=$2; shift 2 ;;
+    --min-share) SHARE=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "lab_check.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+skip() { echo "lab_check.sh: skipped: $*"; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces)"
+for t in ip tc iptables iperf3 ping ethtool python3; do command -v $t >/dev/null || skip "'$t' is not installed"; done
+root=$(cd "$here/../.." && pwd)
+[[ -x ${STRATA_WAN_ROUTER:-$root/build/bench/wan/strata-wan-router} ]] || skip "strata-wan-router is not built"
+
+trap '"$here/netns.sh" down >/dev/null 2>&1 || true' EXIT
+trap 'exit 130' INT TERM
+failed=0
+verdict() {  # verdict NAME OK_EXPR TEXT
+  if python3 -c "import sys; sys.exit(0 if ($2) else 1)"; then echo "ok    $1: $3"
+  else echo "FAIL  $1: $3"; failed=1; fi
+}
+T=$(( QUICK ? 2 : 4 ))
+
+# iperf3 from region $1 to region $2; prints the JSON's end section fields asked for.
+iperf() {
+  local from=$1 to=$2; shift 2
+  local addr=10.77.0.$((to + 1)) port=$((5201 + to))
+  ip netns exec "strata-r$to" timeout $((T + 20)) iperf3 -s -1 -B "$addr" -p $port >/dev/null 2>&1 &
+  local srv=$!
+  for _ in $(seq 50); do ip netns exec "strata-r$to" ss -ltn 2>/dev/null | grep -q "$addr:$port" && break; sleep 0.1; done
+  ip netns exec "strata-r$from" timeout $((T + 15)) iperf3 -c "$addr" -p $port -t "$T" -J "$@" || true
+  wait "$srv" 2>/dev/null || true
+}
+
+# 1. rate
+"$here/netns.sh" up 2 "$RATE" >/dev/null
+bps=$(iperf 0 1 -P 4 | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
+rate_bps=$(python3 - "$RATE" <<'EOF'
+import re, sys
+m = re.fullmatch(r"([0-9.]+)([kmgt]?)(bit|bps)", sys.argv[1])
+v = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2)]
+print(v if m.group(3) == "bit" else v * 8)
+EOF
+)
+verdict rate "$bps >= $SHARE * $rate_bps" "iperf3 4 streams $(python3 -c "print(f'{$bps/1e6:.0f}')") Mbit/s through the router at $RATE, 0 ms (need >= $SHARE of it)"
+
+# 2. delay matrix, jitter, order
+M="0,5,15;7,0,30;20,25,0"
+"$here/netns.sh" up 3 "$RATE" --matrix "$M" --jitter 1 >/dev/null
+for pair in "0 1" "0 2" "1 2"; do
+  read -r i j <<<"$pair"
+  want=$(python3 -c "m=[[float(c) for c in r.split(',')] for r in '$M'.split(';')]; print(m[$i][$j]+m[$j][$i])")
+  out=$(ip netns exec "strata-r$i" timeout 20 ping -q -c 20 -i 0.05 "10.77.0.$((j + 1))" | tail -1)
+  read -r mn avg mx md < <(sed -E 's/.*= ([0-9.]+)\/([0-9.]+)\/([0-9.]+)\/([0-9.]+) ms/\1 \2 \3 \4/' <<<"$out")
+  verdict "delay $i<->$j" "$mn >= $want - 2.2 and $mx <= $want + 3.5 and abs($avg - $want) <= 1.0" \
+    "ping round trip min/avg/max $mn/$avg/$mx ms; the matrix says $want ms, each way ±1 ms of jitter"
+done
+read -r ooo lost < <(iperf 0 2 -u -b 50M -l 1400 | python3 -c '
+import json,sys; e=json.load(sys.stdin)["end"]
+print(sum(s["udp"].get("out_of_order", 0) for s in e["streams"]), e["sum"]["lost_packets"])')
+verdict "order" "$ooo == 0 and $lost == 0" "UDP at 50 Mbit/s across the jittered 15 ms path: $ooo datagrams out of order, $lost lost"
+
+# 3. loss, one direction
+"$here/netns.sh" up 2 "$RATE" --delay 10 --loss-pair 0:1:2 >/dev/null
+for dir in "0 1 2.0" "1 0 0.0"; do
+  read -r i j want <<<"$dir"
+  lost=$(iperf "$i" "$j" -u -b 50M -l 1400 | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum"]["lost_percent"])')
+  if [[ $want == 0.0 ]]; then expr="$lost < 0.3"; else expr="abs($lost - $want) <= 0.6"; fi
+  verdict "loss $i->$j" "$expr" "UDP loss $(python3 -c "print(f'{$lost:.2f}')")%, the lab applies $want%"
+done
+exit $failed
