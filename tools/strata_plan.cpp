@@ -69,13 +69,14 @@ void print_figures(const topo::Figures& f, const probe::ProbeReport* report) {
   if (report) {
     const char* how = report->how == probe::ProbeReport::How::probed   ? "probed"
                       : report->how == probe::ProbeReport::How::cached ? "from the probe cache"
+                      : report->how == probe::ProbeReport::How::inherited ? "from the communicator it was made from"
                                                                      : "not probed";
-    std::printf("link figures: %s%s%s (%.1f ms at creation)\n", how, report->why.empty() ? "" : ": ",
-                report->why.c_str(), report->seconds * 1e3);
+    std::printf("link figures: %s%s%s (%.1f ms at creation, budget %.0f ms)\n", how, report->why.empty() ? "" : ": ",
+                report->why.c_str(), report->seconds * 1e3, report->budget_s * 1e3);
     for (const auto& p : report->measured.pairs)
       std::printf("  pair %-3s rank %d <-> %d: %d small, %d large round trips%s%s\n", topo::to_string(p.pair.cls),
                   p.pair.from, p.pair.to, p.small_iters, p.large_iters,
-                  p.beta_measured ? "" : " (no time for the large message: beta kept)",
+                  p.beta_measured ? "" : " (no time for a larger message: beta kept)",
                   p.gap_measured ? "" : " (no time for a burst: gap kept)");
   } else {
     std::printf("link figures: built-in table%s (no processes, nothing probed)\n", f.regions.empty() ? "" : " and file");

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One comparison on the shaped region namespaces: strata's hierarchical allreduce, its
-# flat ring, and Gloo's best algorithm, with ranks in region order and interleaved, all
-# against the same lower bound 2(R-1)/R * N / B with B measured once by iperf3 at the start.
+# One comparison in the WAN lab (netns.sh): strata's hierarchical allreduce, its flat
+# ring, and Gloo's best algorithm, with ranks in region order and interleaved, all against
+# the same lower bound 2(R-1)/R * N / B with B measured once by iperf3 (4 streams) at the
+# start, on the same path.
 #
 # Usage: bench/wan/compare.sh [-R N] [-P N] [--size 64M] [-n ITERS] [--rate 200mbit]
-#                             [--delay D --window W] [--only LIST]
+#                             [--delay MS | --matrix M] [--loss PCT] [--jitter MS] [--only LIST]
 #   --only LIST   comma-separated subset of: hier,flat,gloo,hier-il,flat-il,gloo-il,
 #                 hier-z (hier with --compress SPEC)
 #   --compress S  the codec of hier-z                                 [topk:0.01+int8]
@@ -14,7 +15,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-R=2 P=2 SIZE=64M ITERS=3 RATE=200mbit DELAY="" WINDOW=4m COMPRESS=topk:0.01+int8 TRANSPORT=tcp
+R=2 P=2 SIZE=64M ITERS=3 RATE=200mbit LAB=() COMPRESS=topk:0.01+int8 TRANSPORT=tcp
 ONLY="hier,flat,flat-il,gloo,gloo-il"
 die() { echo "compare.sh: error: $*" >&2; exit 1; }
 while [[ $# -gt 0 ]]; do
@@ -24,18 +25,17 @@ while [[ $# -gt 0 ]]; do
     --size) SIZE=$2; shift 2 ;;
     -n) ITERS=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
-    --delay) DELAY=$2; shift 2 ;;
-    --window) WINDOW=$2; shift 2 ;;
+    --delay|--matrix|--loss|--jitter|--loss-pair|--queue-ms) LAB+=("$1" "$2"); shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --compress) COMPRESS=$2; shift 2 ;;
     --transport) TRANSPORT=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
 
 common=(-R "$R" -P "$P" --size "$SIZE" -n "$ITERS" --rate "$RATE")
-[[ -n $DELAY ]] && common+=(--delay "$DELAY" --window "$WINDOW")
+common+=("${LAB[@]}")
 out=$(mktemp /tmp/strata-wan-compare.XXXXXX)
 echo "# summaries collect in $out"
 
@@ -65,7 +65,7 @@ for v in ${ONLY//,/ }; do
 done
 
 echo
-echo "B = $B Mbit/s (iperf3, measured once), R=$R, P=$P, N=$SIZE${DELAY:+, delay $DELAY window $WINDOW}"
+echo "B = $B Mbit/s (iperf3, 4 streams, measured once), R=$R, P=$P, N=$SIZE, lab: ${LAB[*]:-no delay}"
 echo
 echo "| variant | ranks | T (ms) | bound (ms) | T/bound | WAN bytes/rank |"
 echo "|---|---|---:|---:|---:|---:|"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Allreduce across emulated regions (network namespaces shaped with HTB, see netns.sh),
-# compared with the raw shaped throughput measured by iperf3 and the bandwidth lower bound.
+# Allreduce across regions of the WAN lab (network namespaces routed through a router that
+# delays, drops and shapes in the kernel's path, see netns.sh), compared with what iperf3
+# moves over the same path in the same run and the bandwidth lower bound.
 #
 # Usage: bench/wan/run_allreduce.sh [options]
 #   -R, --regions N      regions (namespaces strata-r0..)                 [2]
@@ -13,8 +14,12 @@
 #   --topo FILE          STRATA_TOPO_FILE for the ranks (figures that override the probe's)
 #   --algo A             STRATA_ALGO: hier, flat or auto                  [hier]
 #   --streams K          STRATA_WAN_STREAMS (TCP streams per WAN peer)     [unset: auto]
-#   --delay D            in-process WAN delay: STRATA_WAN_EMULATE=delay=D,window=WIN
-#   --window W           window used with --delay                          [4m]
+#   --delay MS           one-way delay of every pair of regions (netns.sh)  [0]
+#   --matrix M           one-way delays per ordered pair, "0,10,40;10,0,80;40,80,0" (netns.sh)
+#   --jitter MS          per-packet jitter, order kept (netns.sh)
+#   --loss PCT           random loss each way (netns.sh)                    [0]
+#   --loss-pair I:J:PCT  loss from region I to J only (repeatable; netns.sh)
+#   --queue-ms MS        the bottleneck's buffer (netns.sh)                 [50]
 #   --transport T        intra-region transport, tcp or ucx               [tcp]
 #   --size BYTES         message size (strata-perf -b/-e)                  [64M]
 #   -d, --dtype T        strata-perf -d                                    [float]
@@ -22,9 +27,11 @@
 #   -w, --warmup N       warmup iterations                                 [1]
 #   --port PORT          rendezvous port on 10.77.0.1                      [29500]
 #   --iperf-time S       iperf3 -t                                         [5]
+#   --iperf-streams K    iperf3 -P                                         [4]
 #   --no-iperf           skip iperf3; needs --bandwidth
 #   --bandwidth BPS      use this raw throughput (bits/s) instead of iperf3
 #   --timeout S          wall-clock limit for the ranks                    [300]
+#   --env NAME=VALUE     one more variable for every rank (repeatable)
 #   --logs DIR           where rank logs go                  [mktemp -d; kept]
 #   --keep               leave the namespaces up at exit
 #   --perf PATH          strata-perf binary              [build/tools/strata-perf]
@@ -37,14 +44,14 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-R=2 P=2 RATE=200mbit ONEWAY="" ALGO=hier STREAMS="" DELAY="" WINDOW=4m TRANSPORT=tcp
+R=2 P=2 RATE=200mbit ONEWAY="" ALGO=hier STREAMS="" TRANSPORT=tcp LAB=() IPERF_P=4
 SIZE=64M DTYPE=float ITERS=3 WARMUP=1 PORT=29500 IPERF_T=5 NO_IPERF=0 BW_BPS="" TIMEOUT=300
 PAIRS=() TOPO="" LOGS="" KEEP=0 PERF="$root/build/tools/strata-perf" INTERLEAVE=0 PEER=strata
 GLOO="$root/build/bench/peers/strata-peer-gloo"
-EXTRA=()
+EXTRA=() USER_ENV=()
 
 die() { echo "run_allreduce.sh: error: $*" >&2; exit 1; }
-usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -58,8 +65,9 @@ while [[ $# -gt 0 ]]; do
     --topo) TOPO=$(realpath "$2"); shift 2 ;;
     --algo) ALGO=$2; shift 2 ;;
     --streams) STREAMS=$2; shift 2 ;;
-    --delay) DELAY=$2; shift 2 ;;
-    --window) WINDOW=$2; shift 2 ;;
+    --delay|--matrix|--jitter|--loss|--loss-pair|--queue-ms) LAB+=("$1" "$2"); shift 2 ;;
+    --iperf-streams) IPERF_P=$2; shift 2 ;;
+    --env) [[ $2 == *=* ]] || die "--env needs NAME=VALUE, got '$2'"; USER_ENV+=("$2"); shift 2 ;;
     --transport) TRANSPORT=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
     -d|--dtype) DTYPE=$2; shift 2 ;;
@@ -137,7 +145,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$here/netns.sh" up "$R" "$RATE" $ONEWAY "${PAIRS[@]}"
+"$here/netns.sh" up "$R" "$RATE" $ONEWAY "${PAIRS[@]}" "${LAB[@]}"
 
 # ---- raw throughput region 0 -> region 1
 if (( NO_IPERF )); then
@@ -151,14 +159,14 @@ else
     ip netns exec strata-r1 ss -ltn 2>/dev/null | grep -q '10.77.0.2:5201' && break
     sleep 0.1
   done
-  ip netns exec strata-r0 timeout $((IPERF_T + 15)) iperf3 -c 10.77.0.2 -p 5201 -t "$IPERF_T" -J \
+  ip netns exec strata-r0 timeout $((IPERF_T + 15)) iperf3 -c 10.77.0.2 -p 5201 -t "$IPERF_T" -P "$IPERF_P" -J \
     >"$LOGS/iperf3.json" 2>"$LOGS/iperf3-client.err" || die "iperf3 failed; see $LOGS/iperf3*"
   wait "$IPERF_PID" 2>/dev/null || true
   IPERF_PID=""
   B_BPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' \
     "$LOGS/iperf3.json") || die "cannot parse $LOGS/iperf3.json"
 fi
-echo "# iperf3 strata-r0 -> strata-r1: $(python3 -c "print(f'{$B_BPS/1e6:.1f}')") Mbit/s"
+echo "# iperf3 strata-r0 -> strata-r1, $IPERF_P streams: $(python3 -c "print(f'{$B_BPS/1e6:.1f}')") Mbit/s"
 
 # ---- ranks
 W=$((R * P))
@@ -176,12 +184,12 @@ else
         "STRATA_TRANSPORT=$TRANSPORT" "STRATA_TIMEOUT_S=$TIMEOUT")
   [[ -n $STREAMS ]] && ENVS+=("STRATA_WAN_STREAMS=$STREAMS")
   [[ -n $TOPO ]] && ENVS+=("STRATA_TOPO_FILE=$TOPO")
-  [[ -n $DELAY ]] && ENVS+=("STRATA_WAN_EMULATE=delay=$DELAY,window=$WINDOW")
   PROG=$PERF
   ARGS=(-b "$N" -e "$N" -n "$ITERS" -w "$WARMUP" -d "$DTYPE" --transport "$TRANSPORT" "${EXTRA[@]}")
   echo "# ranks: R=$R P=$P world=$W layout=$LAYOUT algo=$ALGO transport=$TRANSPORT" \
-       "streams=${STREAMS:-auto} emulate=${DELAY:+delay=$DELAY,window=$WINDOW} size=$N B logs=$LOGS"
+       "streams=${STREAMS:-auto} lab=${LAB[*]:-none} size=$N B logs=$LOGS"
 fi
+ENVS+=("${USER_ENV[@]}")
 echo "# env: ${ENVS[*]}"
 echo "# cmd: $PROG ${ARGS[*]}"
 
@@ -237,7 +245,7 @@ gloo_algo = row[row.index("#") + 1] if "#" in row[:-1] else "?"
 b = b_bps / 8.0                                   # bytes/s
 bound = 2.0 * (r - 1) / r * n / b
 print("# ---- summary")
-print(f"# raw throughput B (iperf3 r0->r1) : {b_bps/1e6:9.1f} Mbit/s = {b/1e6:8.2f} MB/s")
+print(f"# path throughput B (iperf3 r0->r1): {b_bps/1e6:9.1f} Mbit/s = {b/1e6:8.2f} MB/s")
 print(f"# message N                        : {n} B")
 print(f"# allreduce time T (out-of-place)  : {t_oop*1e3:9.1f} ms   (in-place {t_ip*1e3:.1f} ms)")
 print(f"# lower bound 2(R-1)/R * N / B     : {bound*1e3:9.1f} ms   (R={r})")

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# PyTorch across two shaped regions: torch.distributed.all_reduce through "gloo" and
+# PyTorch across two regions of the WAN lab: torch.distributed.all_reduce through "gloo" and
 # "strata" at 1-256 MiB, then DDP step time of examples/torch/train.py with gloo, strata
 # exact and strata compressed (top-k 1% + int8), all in one run on the same namespaces
-# (netns.sh: 2 regions, HTB RATE both ways, 2 ranks per region; ranks of a region talk
-# over its loopback).
+# (netns.sh: 2 regions, HTB RATE both ways, DELAY_MS one way in the router, 2 ranks per
+# region; ranks of a region talk over its loopback).
 #
-# Usage: bench/wan/torch_wan.sh [RATE] [SIZES] [DDP_STEPS]      defaults: 200mbit 1M,4M,16M,64M,256M 40
+# Usage: bench/wan/torch_wan.sh [RATE] [SIZES] [DDP_STEPS] [DELAY_MS]   defaults: 200mbit 1M,4M,16M,64M,256M 40 0
 # Needs root, the project's .venv and a build with the backend (cmake --preset ci).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-RATE=${1:-200mbit} SIZES=${2:-1M,4M,16M,64M,256M} STEPS=${3:-40}
+RATE=${1:-200mbit} SIZES=${2:-1M,4M,16M,64M,256M} STEPS=${3:-40} DELAY=${4:-0}
 PY=$root/.venv/bin/python
 export PYTHONPATH=$root/build/python
 [[ -x $PY && -e $root/build/python/strata/__init__.py ]] || { echo "torch_wan.sh: build the backend first (scripts/test.sh or cmake --preset ci)" >&2; exit 2; }
@@ -22,7 +22,7 @@ cleanup() {
   "$here/netns.sh" down >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-"$here/netns.sh" up 2 "$RATE" >/dev/null
+"$here/netns.sh" up 2 "$RATE" --delay "$DELAY" >/dev/null
 
 port=29600
 # Runs "$@" as 4 ranks, 2 per region, rank 0 printing; bounded in time.

@@ -20,7 +20,7 @@ Config read_config() {
                 "rate, loss and corrupt are ignored");
     c.reconnect_for = wan.reconnect_for;
     c.stripe_bytes = wan.stripe_bytes;
-    c.socket_buffer = wan.socket_buffer;
+    c.tuning = wan.tuning;
     c.wan_streams = wan.streams;
     c.ports = wan.sockets.ports;
     c.advertise = wan.sockets.advertise;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/listener.hpp"
+#include "base/tcp_path.hpp"
 #include "wan/emulation.hpp"
 
 namespace strata::nccl_net {
@@ -24,7 +25,7 @@ struct Config {
   std::string interfaces;       // STRATA_NET_IF: comma-separated name prefixes ("" = auto)
   int wan_streams = 4;          // STRATA_WAN_STREAMS (0: from STRATA_WAN_BDP_BYTES, else 4)
   std::size_t stripe_bytes = 512u << 10;  // STRATA_WAN_STRIPE_BYTES
-  int socket_buffer = 8 << 20;  // STRATA_WAN_SOCKET_BUFFER, WAN streams only
+  net::PathTuning tuning;       // STRATA_WAN_CONGESTION, _RTO_MIN_MS, _SOCKET_BUFFER: WAN streams only
   wan::Emulation emulation;     // STRATA_WAN_EMULATE: delay, window and cut are honoured
   std::chrono::milliseconds reconnect_for{60000};  // as the WAN link: STRATA_TIMEOUT_S
   int speed_mbps = 0;           // STRATA_NET_SPEED_MBPS: overrides sysfs (0: not set)

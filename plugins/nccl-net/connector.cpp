@@ -31,7 +31,7 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
     opt_.delay = config.emulation.delay;
     opt_.rejoin = true;
     opt_.reconnect_for = config.reconnect_for;
-    opt_.socket_buffer = config.socket_buffer;
+    opt_.tuning = config.tuning;
     opt_.ports = config.ports;
     opt_.cut_after = config.emulation.cut_after;
     opt_.tls = plugin_tls();
@@ -44,7 +44,7 @@ Connector::Connector(const ListenHandle& handle, const Config& config)
   const std::uint64_t conn_id = random_u64();
   for (int i = 0; i < count; ++i) {
     Out o;
-    o.wire = Wire(start_connect(addr_, len, opt_.striped ? config.socket_buffer : 0));
+    o.wire = Wire(start_connect(addr_, len, opt_.striped ? &config.tuning : nullptr));
     Hello& h = o.hello;
     h.magic = Hello::kMagic;
     h.version = Hello::kVersion;
@@ -97,7 +97,7 @@ bool Connector::advance(Out& o) {
   // The rejoin port goes into every hello, so it is opened before the first is written.
   if (opt_.rejoin && !rejoins_) {
     rejoins_ = RejoinListener(o.wire.fd(), streams_[0].hello.conn_id, static_cast<int>(streams_.size()),
-                              opt_.socket_buffer, opt_.tls, opt_.ports);
+                              opt_.tuning.buffer, opt_.tls, opt_.ports);
     for (Out& each : streams_) each.hello.reserved = rejoins_.port();
   }
   if (!o.proven) {

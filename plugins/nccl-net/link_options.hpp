@@ -14,6 +14,7 @@
 #pragma once
 
 #include "base/listener.hpp"
+#include "base/tcp_path.hpp"
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +32,7 @@ struct LinkOptions {
   std::chrono::nanoseconds delay{0};               // emulated one-way delay (STRATA_WAN_EMULATE)
   bool rejoin = false;  // striped: broken streams are redialled (both ends agreed)
   std::chrono::milliseconds reconnect_for{60000};  // a stream down this long fails the comm
-  int socket_buffer = 0;                           // redialled streams' SO_SNDBUF/SO_RCVBUF
+  net::PathTuning tuning;                          // striped: redialled streams' TCP set-up
   ssl_ctx_st* tls = nullptr;     // striped: the streams' TLS context (null: clear text)
   std::uint64_t cut_after = 0;  // emulated: stream 0 is cut once after this many frames
   net::PortRange ports;         // where the rejoin listener takes its port (STRATA_PORT_RANGE)

@@ -165,9 +165,9 @@ TransferCommPtr ListenComm::make_tcp_comm(Group& g, const std::string& peer) {
     opt.delay = config_.emulation.delay;
     opt.rejoin = (h.flags & kRejoinable) != 0;
     opt.reconnect_for = config_.reconnect_for;
-    opt.socket_buffer = config_.socket_buffer;
+    opt.tuning = config_.tuning;
     opt.tls = (h.flags & kTls) ? plugin_tls() : nullptr;
-    for (Wire& w : g.streams) set_buffers(w.fd(), config_.socket_buffer);
+    for (Wire& w : g.streams) tune_stream(w.fd(), config_.tuning);
   }
   log::info("accepted %s connection from %s: %d stream(s)%s%s%s%s", opt.striped ? "striped" : "direct TCP",
             peer.c_str(), h.stream_count, opt.checksum ? ", CRC32C frames" : "", opt.acks ? ", acks" : "",

@@ -261,7 +261,7 @@ bool RecvComm::redial(Stream& s, std::int64_t now_ns) {
   if (!s.redial) {
     if (now_ns < s.retry_at) return false;
     try {
-      s.redial = std::make_unique<Redial>(rejoin_addr_, rejoin_len_, first_, index(s), opt_.socket_buffer, opt_.tls);
+      s.redial = std::make_unique<Redial>(rejoin_addr_, rejoin_len_, first_, index(s), opt_.tuning, opt_.tls);
     } catch (const NetError&) {
       retry_later(s, now_ns);
       return false;

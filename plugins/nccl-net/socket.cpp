@@ -14,6 +14,7 @@
 
 #include "base/keepalive.hpp"
 #include "errors.hpp"
+#include "log.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::nccl_net {
@@ -86,12 +87,12 @@ Fd listen_on(const sockaddr_storage& addr, socklen_t len, const net::PortRange& 
   }
 }
 
-Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer) {
+Fd start_connect(const sockaddr_storage& addr, socklen_t len, const net::PathTuning* tuning) {
   Fd fd = make_socket(addr.ss_family);
   set_nodelay(fd.get());
   keep_alive(fd.get());
-  // Before connect, so the window scale negotiated in the handshake allows the buffer.
-  if (buffer > 0) set_buffers(fd.get(), buffer);
+  // Before connect, so the window scale negotiated in the handshake allows the buffers.
+  if (tuning) tune_stream(fd.get(), *tuning);
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0 && errno != EINPROGRESS)
     fail(("connect " + describe(addr)).c_str(), errno);
   return fd;
@@ -159,9 +160,10 @@ void set_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-void set_buffers(int fd, int bytes) {
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+void tune_stream(int fd, const net::PathTuning& tuning) {
+  static std::atomic<bool> told{false};
+  const std::string notes = net::tune_path(fd, tuning);
+  if (!notes.empty() && !told.exchange(true)) log::warn("striped streams: %s", notes.c_str());
 }
 
 bool ready(int fd, short events) {

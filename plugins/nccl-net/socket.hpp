@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/listener.hpp"
+#include "base/tcp_path.hpp"
 
 namespace strata::nccl_net {
 
@@ -46,8 +47,9 @@ void keep_sockets_alive(std::chrono::milliseconds idle, std::chrono::millisecond
 // in errors; socket_buffer > 0 sets the buffers accepted sockets inherit.
 Fd listen_on(const sockaddr_storage& addr, socklen_t len, const net::PortRange& ports, const char* who,
              std::uint16_t* port, int socket_buffer = 0);
-// A connect in progress (or done). buffer > 0 sets SO_SNDBUF/SO_RCVBUF first.
-Fd start_connect(const sockaddr_storage& addr, socklen_t len, int buffer);
+// A connect in progress (or done). A long-distance stream (`tuning` not null) gets its
+// congestion control, retransmission floor and buffers first (net::tune_path).
+Fd start_connect(const sockaddr_storage& addr, socklen_t len, const net::PathTuning* tuning);
 // True once connected; false while in progress; throws if the connect failed.
 bool connect_finished(int fd);
 // The same, telling a refusal (nobody listens there any more) from other failures, which
@@ -65,7 +67,8 @@ void cut(int fd);
 Fd accept_one(int listen_fd);
 
 void set_nodelay(int fd);
-void set_buffers(int fd, int bytes);
+// net::tune_path, telling once per process what the kernel refused.
+void tune_stream(int fd, const net::PathTuning& tuning);
 
 // Whether the socket is readable (POLLIN) or writable (POLLOUT) now. poll() reads the
 // socket state without taking the socket lock, unlike a recv/send that would fail with

@@ -64,9 +64,9 @@ int RejoinListener::advance(Incoming& in) {
   return in.index;
 }
 
-Redial::Redial(const sockaddr_storage& addr, socklen_t len, const Hello& first, int stream, int socket_buffer,
-               ssl_ctx_st* tls)
-    : wire_(start_connect(addr, len, socket_buffer)), hello_(first), tls_(tls) {
+Redial::Redial(const sockaddr_storage& addr, socklen_t len, const Hello& first, int stream,
+               const net::PathTuning& tuning, ssl_ctx_st* tls)
+    : wire_(start_connect(addr, len, &tuning)), hello_(first), tls_(tls) {
   hello_.flags = static_cast<std::uint16_t>(kRejoin);
   hello_.stream_index = static_cast<std::uint16_t>(stream);
   hello_.reserved = 0;

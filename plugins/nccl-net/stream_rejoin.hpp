@@ -58,7 +58,7 @@ class RejoinListener {
 // The receiver's dial of one stream back to the sender: connect, then the rejoin hello.
 class Redial {
  public:
-  Redial(const sockaddr_storage& addr, socklen_t len, const Hello& first, int stream, int socket_buffer,
+  Redial(const sockaddr_storage& addr, socklen_t len, const Hello& first, int stream, const net::PathTuning& tuning,
          ssl_ctx_st* tls);
   enum class State { pending, done, refused };
   // Advances without blocking; throws NetError when the dial fails otherwise (the caller

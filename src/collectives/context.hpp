@@ -166,6 +166,9 @@ class Context {
   std::size_t chunk_bytes() const { return p_.chunk_bytes; }
   const std::string& what() const { return p_.what; }
   int my_rank() const { return p_.transport->rank(); }
+  // What the transport measured of its path across regions (zeros within one), for plans
+  // that size their pipelines by it.
+  transport::PathFigures path() const { return p_.transport->report().path(); }
   const Chooser& chooser() const;
   std::uint64_t seq() const { return p_.seq; }
   Clock::time_point deadline() const { return p_.deadline; }

@@ -193,7 +193,10 @@ Steps ring_reduce_scatter_pieces(Context& ctx, const Group& g, const void* send,
 Steps ring_allgather_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt) {
   if (g.size() == 1 || n == 0) co_return;
   const Layout L(n, g.size(), dt, ctx.chunk_bytes());
-  co_await allgather_core(ctx, g, static_cast<char*>(buf), L, g.me);
+  // On a channel of its own, apart from ring_reduce_scatter_pieces': a pipelined plan
+  // interleaves the two across segments as far as its stages in flight let it, which each
+  // rank decides from its own link, so each kind alone keeps the same order on every rank.
+  co_await allgather_core(ctx, g, static_cast<char*>(buf), L, g.me, Channel::data2);
 }
 
 Steps ring_allreduce_pieces(Context& ctx, const Group& g, void* buf, std::size_t n, DataType dt,

@@ -107,7 +107,7 @@ void CommImpl::bootstrap(const Setup& s, Clock::time_point deadline) {
     watch.lap("transport");
     if (!config::given(config::chunk_bytes)) chunk_bytes_ = transport_->report().profile().chunk_bytes;
     failures_.attach(mesh_.get(), transport_.get());
-    build_selector(store, deadline);
+    build_selector(store, deadline, s.figures ? &*s.figures : nullptr);
     watch.lap("figures and selector");
     router_ = std::make_unique<CallRouter>(CallRouter::Parts{
         transport_.get(), size_, &scratch_, chunk_bytes_,
@@ -244,7 +244,11 @@ bool all_share_memory(const transport::Transport& t, const collectives::Group& g
 
 }  // namespace
 
-void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadline) {
+probe::Inherited CommImpl::figures_for_children() const {
+  return probe::Inherited{probe_report_.measured, selector_ ? selector_->figures().regions : std::vector<std::string>{}};
+}
+
+void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadline, const probe::Inherited* inherited) {
   configure_spin();  // probes wait for round trips the way collectives wait for messages
   probe::ProbeInputs in;
   in.rank = rank_;
@@ -257,6 +261,8 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
   in.enabled = settings_.probe;
   in.cache_max_age_s = settings_.probe_cache_s;
   in.budget_s = settings_.probe_budget_s;
+  // Only what was measured carries over (not figures a skipped probe left built in).
+  if (inherited && !inherited->measured.pairs.empty()) in.inherited = inherited;
   // What else changes the figures of the same ranks: the fabric and the WAN link's shape.
   in.cache_key = std::string("transport=") + transport_->name() + " wan_link=" + config::text(config::wan_link) +
                  " wan_streams=" + config::text(config::wan_streams) + " wan_emulate=" + config::get(config::wan_emulate);
@@ -294,6 +300,7 @@ void CommImpl::build_selector(bootstrap::Store& store, Clock::time_point deadlin
     std::string s = "link figures (" +
                     std::string(probe_report_.how == probe::ProbeReport::How::probed   ? "probed"
                                 : probe_report_.how == probe::ProbeReport::How::cached ? "cached"
+                                : probe_report_.how == probe::ProbeReport::How::inherited ? "inherited"
                                                                                            : "not probed: ") +
                     (probe_report_.how == probe::ProbeReport::How::skipped ? probe_report_.why : "") + ", " +
                     std::to_string(probe_report_.seconds * 1e3) + " ms):";

@@ -55,6 +55,8 @@ class CommImpl {
     std::optional<bootstrap::JobSecret> secret;  // a UniqueId's, a shrunk parent's; else resolved
     std::string lineage;     // a shrunk communicator's name for the arbiter; "": rank 0 draws one
     CommOptions options;
+    // A shrunk or grown communicator's parent's link figures (rank 0's decide).
+    std::optional<probe::Inherited> figures;
   };
   explicit CommImpl(const Setup& s);
   ~CommImpl();
@@ -93,6 +95,8 @@ class CommImpl {
   // rank came by them (tests, strata-plan).
   const topology::Selector& selector() const { return *selector_; }
   const probe::ProbeReport& probe_report() const { return probe_report_; }
+  // What this communicator measured, for those shrunk or grown from it.
+  probe::Inherited figures_for_children() const;
   // The pipeline chunk of this communicator's collectives: STRATA_CHUNK_BYTES, else its transport's.
   std::size_t chunk_bytes() const { return chunk_bytes_; }
   // The group of all ranks (and the dedicated servers), as flat collectives run over it.
@@ -129,7 +133,8 @@ class CommImpl {
   // Raises the soft RLIMIT_NOFILE toward what this many peers may need; warns if the
   // hard limit is lower.
   void ensure_descriptors();
-  void build_selector(bootstrap::Store& store, transport::Clock::time_point deadline);
+  void build_selector(bootstrap::Store& store, transport::Clock::time_point deadline,
+                      const probe::Inherited* inherited);
   std::exception_ptr on_error(const std::exception_ptr& e);
   // The control mesh, connected to this rank's neighbours through `store`'s records.
   void connect_mesh(bootstrap::Store& store, transport::Clock::time_point deadline);

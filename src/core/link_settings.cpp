@@ -46,7 +46,9 @@ wan::WanOptions wan_options() {
   o.sockets = socket_settings();
   o.emulation = wan::parse_emulation(config::get(config::wan_emulate));
   o.stripe_bytes = static_cast<std::size_t>(config::get(config::wan_stripe_bytes));
-  o.socket_buffer = static_cast<int>(config::get(config::wan_socket_buffer));
+  o.tuning.buffer = static_cast<int>(config::get(config::wan_socket_buffer));
+  o.tuning.congestion = config::get(config::wan_congestion);
+  o.tuning.rto_min = std::chrono::microseconds(std::llround(config::get(config::wan_rto_min_ms) * 1000.0));
   o.keepalive = o.sockets.keepalive;
   const std::int64_t streams = config::get(config::wan_streams);
   const std::int64_t bdp = config::get(config::wan_bdp_bytes);
@@ -54,7 +56,11 @@ wan::WanOptions wan_options() {
     o.streams = static_cast<int>(streams);
   } else if (bdp > 0) {
     // One stream carries at most its window per round trip: enough streams to fill the path.
-    const double per_stream = o.emulation.window ? double(o.emulation.window) : double(o.socket_buffer);
+    // Autotuning lets a stream's receive buffer grow to tcp_rmem's third field, of which
+    // about half is window.
+    const double per_stream = o.emulation.window ? double(o.emulation.window)
+                              : o.tuning.buffer  ? double(o.tuning.buffer)
+                                                 : std::max(1.0, double(net::autotune_receive_max()) / 2);
     o.streams = static_cast<int>(std::clamp(std::ceil(double(bdp) / per_stream), 1.0, 16.0));
   } else {
     o.streams = 4;

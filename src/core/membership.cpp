@@ -11,6 +11,7 @@
 #include "bootstrap/crypto.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/tcp_store.hpp"
+#include "core/comm_impl.hpp"
 #include "core/grow_places.hpp"
 #include "core/link_settings.hpp"
 #include "core/unique_id.hpp"
@@ -82,7 +83,15 @@ Communicator Communicator::grow(std::shared_ptr<Store> store, int new_size, cons
   } else {
     places.await(deadline);
   }
-  return Communicator(gen_store, rank(), new_size, o);
+  detail::CommImpl::Setup s;
+  s.rank = rank();
+  s.size = new_size;
+  s.store = gen_store;
+  s.key_prefix = "strata/";
+  s.options = o;
+  // The ranks here keep their links; those a new rank brings are probed (rank 0 decides).
+  s.figures = impl_->figures_for_children();
+  return Communicator(std::make_unique<detail::CommImpl>(s));
 }
 
 Communicator Communicator::join(std::shared_ptr<Store> store, int rank, int new_size, const std::string& generation,

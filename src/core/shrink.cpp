@@ -77,6 +77,7 @@ std::unique_ptr<CommImpl> CommImpl::shrink(std::span<const int> excluded_in, con
   s.key_prefix = prefix;
   s.secret = secret_;
   s.lineage = lineage_ + "/" + rank_list(members);
+  s.figures = figures_for_children();  // the survivors' links are the ones measured
   s.options = opts;
   s.options.arbiter = arbiter;
   if (s.options.transport == TransportKind::automatic) s.options.transport = kind_;

@@ -1,6 +1,7 @@
 #include "hierarchy/plan_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "quant/compressed_allreduce.hpp"
@@ -48,6 +49,23 @@ topology::Cost pipeline_cost(const std::vector<topology::LevelCost>& levels, Col
 }
 
 }  // namespace
+
+std::size_t stages_in_flight(const Plan& plan, const transport::PathFigures& path, std::size_t step_bytes) {
+  constexpr std::size_t kLeast = 2, kMost = 32;
+  double rtt = path.rtt_s, rate = path.rate_bytes_per_s;
+  if (plan.pricing && !plan.pricing->levels.empty()) {
+    const topology::GroupCost& top = plan.pricing->levels.back().cost;
+    if (rtt <= 0) rtt = 2 * top.link.alpha;
+    // Every rail crosses at once, each with its share of the region's egress.
+    double rails = 1;
+    for (std::size_t i = 0; i + 1 < plan.pricing->levels.size(); ++i) rails *= plan.pricing->levels[i].size;
+    if (rate <= 0 && top.link.beta > 0) rate = 1 / (top.link.beta * rails);
+  }
+  if (rtt <= 0 || rate <= 0 || step_bytes == 0) return kLeast;
+  const double round_trips = path.loss > 1e-3 ? 3 : 2;
+  const double stages = std::ceil(round_trips * rtt * rate / static_cast<double>(step_bytes));
+  return std::clamp<std::size_t>(kLeast + static_cast<std::size_t>(std::min(stages, 1e6)), kLeast, kMost);
+}
 
 bool prefers_latency_path(const Plan::Pricing& pricing, CollectiveKind kind, std::size_t bytes) {
   if (bytes > pricing.small_bytes) return false;

@@ -97,9 +97,22 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, co
        (a.count + transport::kStageChannels - 1) / transport::kStageChannels});
   const std::size_t segments = (a.count + seg_elems - 1) / seg_elems;
   const Group& top = plan.mine.back();
-  // Two stages stay in flight while the next segment is reduced, so the WAN link always
-  // has queued work but segments still finish roughly in order.
-  constexpr std::size_t kInFlight = 2;
+  // Enough stages stay in flight while the next segment is reduced that the WAN link
+  // always has queued work across its round trip; segments still finish in order. How
+  // many is the same on every rank of a region, or two that disagree would each wait in a
+  // different level step for the other: on the host's transports it is the most any rank
+  // of the region asks for from what its own link measured (a maximum over the levels
+  // below the top, 8 bytes each, first in the call on every rank); on a device, where the
+  // levels' calls are NCCL's, what the figures every rank shares say.
+  const auto regions = static_cast<std::size_t>(std::max(1, top.size()));
+  const std::size_t shard_bytes = seg_elems * esz / std::max<std::size_t>(1, plan.world_size / regions);
+  const bool measured = !engines.on_device();
+  std::int64_t in_flight_most = static_cast<std::int64_t>(
+      stages_in_flight(plan, measured ? ctx.path() : transport::PathFigures{}, shard_bytes / regions));
+  for (int i = 0; measured && i + 1 < depth; ++i) {
+    const CollArgs most{CollectiveKind::allreduce, &in_flight_most, &in_flight_most, 1, DataType::i64, ReduceOp::max, 0, {}};
+    co_await engines.level(i).collective(ctx, plan.mine[static_cast<std::size_t>(i)], most);
+  }
 
   std::deque<std::unique_ptr<Stage>> in_flight;  // oldest first
   std::vector<std::vector<Range>> ranges(segments);
@@ -127,13 +140,13 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, co
     }
     const Range& shard = ranges[s][static_cast<std::size_t>(depth - 1)];
     if (depth == 1) engines.copy(out + shard.off * esz, src + shard.off * esz, shard.n * esz);
-    // At most kInFlight + 1 stages are in flight at once: as many lanes of scratch.
-    auto stage = std::make_unique<Stage>(Stage{ctx.lane(s % (kInFlight + 1)), {}});
+    // At most in_flight_most + 1 stages are in flight at once: as many lanes of scratch.
+    auto stage = std::make_unique<Stage>(Stage{ctx.lane(s % static_cast<std::size_t>(in_flight_most + 1)), {}});
     stage->steps = engines.level(depth - 1).allreduce_pieces(stage->ctx, top, out + shard.off * esz, shard.n, a.dtype,
                                                            partial, transport::stage_channel(s), avg_div);
     ctx.start(stage->steps);
     in_flight.push_back(std::move(stage));
-    if (in_flight.size() > kInFlight) co_await gather_oldest();
+    if (in_flight.size() > static_cast<std::size_t>(in_flight_most)) co_await gather_oldest();
   }
   while (!in_flight.empty()) co_await gather_oldest();
 }

@@ -27,7 +27,8 @@ using transport::Clock;
 using Seconds = std::chrono::duration<double>;
 
 constexpr std::size_t kSmall = 8;          // bytes: the flag word alone, so α
-constexpr std::size_t kLarge = 1 << 20;    // bytes: enough that β dominates on every link
+constexpr std::size_t kLadder = 1 << 10;   // bytes: the first rung of the bandwidth ladder
+constexpr std::size_t kLarge = 1 << 20;    // bytes: its top, enough that β dominates on every link
 constexpr int kMaxSmall = 200, kMaxLarge = 16;
 // A burst: this many small messages posted at once, each answered.
 constexpr int kBurst = 8;
@@ -89,12 +90,6 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
   const double first = round_trip(t, p.to, tag, out, in, kSmall, deadline);
   const auto start = Clock::now();
   auto elapsed = [&] { return Seconds(Clock::now() - start); };
-  // The first large one warms the path up too; it is kept only when it took so much of
-  // the budget that there may be no time for another.
-  auto warm_up = [&](std::vector<double>& into, std::size_t bytes) {
-    const double rtt = round_trip(t, p.to, tag, out, in, bytes, deadline);
-    if (rtt > budget.count() / 4) into.push_back(rtt);
-  };
   // Single messages and bursts in turn, so each burst is set against a single message
   // sent under the same load: their difference is what the further messages added (the
   // gap). A session of three ranks or more replaces it with a fan-out (agree_figures).
@@ -106,16 +101,25 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
       extra.push_back(round_trip(t, p.to, tag, out, in, kSmall, deadline, kBurst) - one);
   }
   if (small.empty()) small.push_back(first);
-  // The large message only while half the budget is left: on a link so slow that the
-  // small ones used it up, β keeps its built-in or file figure. Except across regions,
-  // where bandwidth differs most from pair to pair and orders the region ring: at least
-  // one there, whatever it costs (a round trip of 1 MiB each way).
-  if (elapsed() < budget * 0.5 || p.cls == LinkClass::wan) {
-    warm_up(large, kLarge);
-    while (static_cast<int>(large.size()) < kMaxLarge && (large.empty() || elapsed() < budget))
-      large.push_back(round_trip(t, p.to, tag, out, in, kLarge, deadline));
-  }
   const double est_small = median(small);
+  // Bandwidth: messages doubling from 1 KiB while the next one's round trip, as the last
+  // one predicts it, fits in what is left of the budget; then the largest that fits,
+  // again. A fast link climbs to 1 MiB; a slow or far one stops at what its budget
+  // allows (a 1 MiB round trip at 100 kbit/s takes 170 s). Across regions one rung at
+  // least, where bandwidth differs most from pair to pair and orders the region ring.
+  std::size_t rung = kLadder, measured_rung = 0;
+  const bool climb = elapsed() < budget * 0.5 || p.cls == LinkClass::wan;
+  while (climb && static_cast<int>(large.size()) < kMaxLarge && (measured_rung == 0 || elapsed() < budget)) {
+    const double rt = round_trip(t, p.to, tag, out, in, rung, deadline);
+    if (rung != measured_rung) large.clear();  // β from the largest rung alone
+    measured_rung = rung;
+    large.push_back(rt);
+    const double beta = std::max(1e-13, (rt - est_small) / 2 / static_cast<double>(rung - kSmall));
+    const std::size_t next = std::min(rung * 2, kLarge);
+    const double left = (budget - elapsed()).count();
+    if (next > rung && est_small + 2 * static_cast<double>(next) * beta <= left) rung = next;
+    else if (rt > left) break;
+  }
   std::memcpy(out.data(), &kStop, sizeof kStop);
   wait_or_throw(t, t.isend(p.to, tag, out.data(), kSmall), deadline, p.to);
 
@@ -130,7 +134,7 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
   }
   if (!large.empty()) {
     // One way: half the round trip, less the latency both sizes pay.
-    r.cost.beta = std::max(1e-13, (median(large) - est_small) / 2 / static_cast<double>(kLarge - kSmall));
+    r.cost.beta = std::max(1e-13, (median(large) - est_small) / 2 / static_cast<double>(measured_rung - kSmall));
     r.beta_measured = true;
   }
   return r;
@@ -229,6 +233,7 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
   const auto start = Clock::now();
   ProbeReport local;
   ProbeReport& rep = report ? *report : local;
+  rep.budget_s = in.budget_s;
   Figures f = default_figures();
   set_regions(f, region_order(*in.localities));
   auto finish = [&](Figures& figs) {
@@ -254,7 +259,8 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
     return finish(f);
   }
 
-  // Rank 0 decides for everyone: figures from its cache, or a fresh probe with its γ.
+  // Rank 0 decides for everyone: figures from its cache, its parent communicator's, or a
+  // fresh probe with its γ. Ranks a grow brings in have no parent: they read them here too.
   const std::string key = full_cache_key(in);
   const std::string path = cache_path(key);
   const double max_age = in.cache_max_age_s;
@@ -262,6 +268,9 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
     std::string decision;
     if (max_age > 0)
       if (const auto cached = read_cache(path, key, max_age)) decision = "cached\n" + serialize(*cached);
+    if (decision.empty() && in.inherited)
+      if (const auto carried = carry_over(in.inherited->measured, in.inherited->regions, pairs, f.regions))
+        decision = "inherited\n" + serialize(*carried);
     if (decision.empty()) {
       Measured m;
       m.gamma = measure_gamma();
@@ -275,11 +284,11 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
   const auto head = parse_measured(decision.substr(nl + 1));
   if (!head) throw TransportError("link probing: rank 0 published figures this rank cannot read");
 
-  if (how == "cached") {
-    rep.how = ProbeReport::How::cached;
-    rep.why = path;
+  if (how == "cached" || how == "inherited") {
+    rep.how = how == "cached" ? ProbeReport::How::cached : ProbeReport::How::inherited;
+    rep.why = how == "cached" ? path : "the figures of the communicator it was made from";
     rep.measured = *head;
-    apply_measured(f, rep.measured, Source::cached);
+    apply_measured(f, rep.measured, how == "cached" ? Source::cached : Source::probed);
     return finish(f);
   }
 
@@ -331,9 +340,13 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
   rep.measured = m;
   apply_measured(f, m, Source::probed);
   if (in.rank == 0 && max_age > 0) write_cache(path, key, m);
-  if (in.rank == 0)
-    log::info("link probing: " + std::to_string(pairs.size()) + " pair(s) in " +
-              std::to_string(Seconds(Clock::now() - start).count()) + " s");
+  if (in.rank == 0) {
+    const double took = Seconds(Clock::now() - start).count();
+    // Within the budget give or take one round trip of the slowest pair's first rung.
+    log::info("link probing: " + std::to_string(pairs.size()) + " pair(s) in " + std::to_string(took) +
+              " s, budget " + std::to_string(budget_s) + " s (STRATA_PROBE_MS)" +
+              (took > 2 * budget_s ? ": over it, as every pair takes a few round trips at least, whatever the budget" : ""));
+  }
   return finish(f);
 }
 

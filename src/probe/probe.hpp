@@ -21,11 +21,20 @@
 namespace strata::probe {
 
 struct ProbeReport {
-  enum class How { probed, cached, skipped };
+  // inherited: from the communicator this one was shrunk or grown from, whose links
+  // these ranks still use.
+  enum class How { probed, cached, inherited, skipped };
   How how = How::skipped;
   std::string why;          // skipped: the reason; cached: the file
   double seconds = 0;       // wall time this rank spent agreeing on figures
+  double budget_s = 0;      // what probing was allowed (STRATA_PROBE_MS)
   topology::Measured measured;
+};
+
+// What a communicator measured, for the communicators shrunk or grown from it.
+struct Inherited {
+  topology::Measured measured;
+  std::vector<std::string> regions;  // the order the measured WAN pairs number them in
 };
 
 struct ProbeInputs {
@@ -41,6 +50,9 @@ struct ProbeInputs {
   bool enabled = true;
   double cache_max_age_s = 3600;
   double budget_s = 0.2;
+  // The parent's figures (shrink, grow): used when they cover every pair this
+  // communicator would probe, so a shrink after a loss does not probe a slow WAN again.
+  const Inherited* inherited = nullptr;
 };
 
 // The figures every rank of the communicator uses: built-in, then probed (or cached),

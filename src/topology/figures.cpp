@@ -149,6 +149,40 @@ void set_regions(Figures& f, std::vector<std::string> regions) {
   f.wan.assign(n * n, f.of(LinkClass::wan));
 }
 
+std::optional<Measured> carry_over(const Measured& parent, const std::vector<std::string>& from_regions,
+                                   const std::vector<ProbePair>& needed, const std::vector<std::string>& to_regions) {
+  auto index_in = [](const std::vector<std::string>& v, int i) -> const std::string* {
+    return i >= 0 && static_cast<std::size_t>(i) < v.size() ? &v[static_cast<std::size_t>(i)] : nullptr;
+  };
+  auto to_index = [&](const std::string& name) {
+    const auto it = std::find(to_regions.begin(), to_regions.end(), name);
+    return it == to_regions.end() ? -1 : static_cast<int>(it - to_regions.begin());
+  };
+  Measured out;
+  out.gamma = parent.gamma;
+  for (const auto& p : parent.pairs) {
+    PairResult q = p;
+    if (p.pair.cls == LinkClass::wan) {
+      const std::string *a = index_in(from_regions, p.pair.region_a), *b = index_in(from_regions, p.pair.region_b);
+      if (!a || !b) continue;
+      q.pair.region_a = to_index(*a);
+      q.pair.region_b = to_index(*b);
+      if (q.pair.region_a < 0 || q.pair.region_b < 0) continue;
+    }
+    out.pairs.push_back(q);
+  }
+  for (const auto& n : needed) {
+    const bool found = std::any_of(out.pairs.begin(), out.pairs.end(), [&](const PairResult& r) {
+      if (r.pair.cls != n.cls) return false;
+      if (n.cls != LinkClass::wan) return true;
+      return (r.pair.region_a == n.region_a && r.pair.region_b == n.region_b) ||
+             (r.pair.region_a == n.region_b && r.pair.region_b == n.region_a);
+    });
+    if (!found) return std::nullopt;
+  }
+  return out;
+}
+
 void apply_measured(Figures& f, const Measured& m, Source source) {
   if (m.gamma > 0) {
     f.gamma = m.gamma;

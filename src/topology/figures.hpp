@@ -51,6 +51,14 @@ struct Measured {
 std::string serialize(const Measured& m);
 std::optional<Measured> parse_measured(const std::string& text);  // nullopt if malformed
 
+// A parent communicator's figures for a child made of some of its ranks and new ones
+// (shrink, grow): the pairs the child would probe (`needed`), each found among the
+// parent's by link class and, across regions, by the two regions' names; regions renumbered
+// from `from_regions` to the child's `to_regions`. nullopt when any needed pair was not
+// measured by the parent (a region it never had): the child probes instead.
+std::optional<Measured> carry_over(const Measured& parent, const std::vector<std::string>& from_regions,
+                                   const std::vector<ProbePair>& needed, const std::vector<std::string>& to_regions);
+
 // Lays the measured figures and then a topology file's over `f`; `regions` orders the
 // WAN matrix. Pure, so tools can build the same figures without a communicator.
 void apply_measured(Figures& f, const Measured& m, Source source);

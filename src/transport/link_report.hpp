@@ -35,10 +35,24 @@ struct TrafficCounters {
   std::uint64_t wan_resent = 0;            // payload bytes written again after a stream broke
 };
 
+// What a link that crosses regions has measured of its path, from its streams' kernels:
+// for how much a pipeline keeps in flight, and for people (logs, strata-plan). Of the
+// peer whose path holds the most bytes in flight; zeros where nothing is known yet.
+struct PathFigures {
+  double rtt_s = 0;             // the shortest round trip seen: the path without its queue
+  double srtt_s = 0;            // the smoothed one: what a message meets, queue included
+  double rate_bytes_per_s = 0;  // delivery rate while not idle, the best of the last 10 s
+  double loss = 0;              // retransmitted over sent segments since the streams began
+  int streams = 0;              // streams that carried data in that time
+  double bdp_bytes() const { return rtt_s * rate_bytes_per_s; }
+};
+
 class LinkReport {
  public:
   virtual ~LinkReport() = default;
   virtual LinkProfile profile() const { return {}; }
+  // Engine thread.
+  virtual PathFigures path() const { return {}; }
   // Thread-safe (any thread may read while the engine runs).
   virtual TrafficCounters traffic() const { return {}; }
   // Engine thread. What the transport could not do on its own and may explain a peer's

@@ -38,6 +38,7 @@ class RoutedTransport : public transport::Transport, public transport::LinkRepor
   const LinkReport& report() const override { return *this; }
   transport::LinkProfile profile() const override { return {.wait_latency = kTurn / 2}; }
   transport::TrafficCounters traffic() const override { return wan_->report().traffic(); }
+  transport::PathFigures path() const override { return wan_->report().path(); }
   std::string trouble() const override;
   bool settled() const override { return local_->settled() && wan_->settled(); }
 

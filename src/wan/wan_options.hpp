@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "base/socket_settings.hpp"
+#include "base/tcp_path.hpp"
 #include "bootstrap/job_secret.hpp"
 #include "wan/emulation.hpp"
 #include "wan/tls.hpp"
@@ -18,7 +19,7 @@ struct WanOptions {
   net::SocketSettings sockets;  // where it listens, the handshake's deadline
   int streams = 4;
   std::size_t stripe_bytes = 512u << 10;
-  int socket_buffer = 8 << 20;  // SO_SNDBUF / SO_RCVBUF
+  net::PathTuning tuning;  // congestion control, retransmission floor, buffers of every stream
   std::size_t window = 64u << 20;  // unacknowledged bytes per stream (emulation may lower)
   std::chrono::milliseconds reconnect_for{std::chrono::seconds(60)};  // then the peer fails
   // STRATA_KEEPALIVE_S: kernel keepalive on idle streams, so middleboxes keep their flows.

@@ -22,6 +22,7 @@ void WanTransport::accept() {
     boost::system::error_code ec;
     s.set_option(tcp::no_delay(true), ec);
     net::keep_alive(s.native_handle(), opt_.keepalive, opt_.stall);
+    tune(s.native_handle());  // its acknowledgements cross the same path
     read_hello(std::make_shared<Socket>(std::move(s), tls_ ? &tls_->get() : nullptr));
   });
 }

@@ -140,9 +140,8 @@ void WanTransport::connect(int peer, int s) {
   if (ec) return fail_peer(peer, "bad address " + net_.peer_address(peer));
   auto& raw = sock->lowest_layer();
   raw.open(ep.protocol(), ec);
-  // Before connecting, so the window scale negotiated in the handshake allows them.
-  raw.set_option(asio::socket_base::send_buffer_size(opt_.socket_buffer), ec);
-  raw.set_option(asio::socket_base::receive_buffer_size(opt_.socket_buffer), ec);
+  // Before connecting, so the window scale negotiated in the handshake allows the buffers.
+  if (!ec) tune(raw.native_handle());
   raw.async_connect(ep, [this, peer, s, sock](boost::system::error_code ec) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;

@@ -12,7 +12,7 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 WanTransport::WanTransport(int rank, int size, const std::string& bind_host, WanOptions options)
-    : AsioTransport("wan transport", rank, bind_host, options.sockets, options.socket_buffer),
+    : AsioTransport("wan transport", rank, bind_host, options.sockets, options.tuning.buffer),
       opt_(std::move(options)),
       tls_(opt_.tls.on ? std::make_unique<TlsContext>(opt_.tls, opt_.secret) : nullptr),
       gate_("wan link of rank " + std::to_string(rank), opt_.secret, bootstrap::auth::Channel::wan, 8,
@@ -171,6 +171,7 @@ bool WanTransport::progress() {
       if (p != rank_) service_outbound(p, now);
     }
   }
+  sample_paths(now);
   return net_.poll() || any;
 }
 

@@ -88,6 +88,7 @@ class WanTransport : public transport::AsioTransport {
   // Streams broken and reopened so far (sender side), for tests and logs.
   std::uint64_t reconnects() const { return reconnects_; }
   transport::TrafficCounters traffic() const override;
+  transport::PathFigures path() const override;
 
  private:
   using Socket = WanSocket;
@@ -121,6 +122,11 @@ class WanTransport : public transport::AsioTransport {
     // Round-trip sample in flight: the last frame of a write, and when it went.
     std::uint64_t probe_seq = 0;
     Clock::time_point probe_sent{};
+    // Its kernel's view (wan_path.cpp): the best delivery rate lately, and when.
+    double rate = 0;
+    Clock::time_point rate_at{};
+    std::uint64_t segs = 0, retrans = 0;
+    double srtt_s = 0, min_rtt_s = 0;
   };
   struct PendingSend {
     ReqPtr req;
@@ -143,6 +149,12 @@ class WanTransport : public transport::AsioTransport {
     // what a send that waits for its acknowledgement pays beyond its bytes.
     std::chrono::nanoseconds min_rtt{0};
   };
+
+  // ---- the path (wan_path.cpp)
+  // Reads its busy streams' TCP_INFO every kSampleEvery, for path().
+  void sample_paths(Clock::time_point now);
+  // Sets a stream's TCP up (net::tune_path), telling once what the kernel refused.
+  void tune(int fd);
 
   // ---- receiving (wan_receiver.cpp)
   static constexpr std::uint32_t kMaxStripe = 64u << 20;  // the longest frame a peer may announce
@@ -266,6 +278,8 @@ class WanTransport : public transport::AsioTransport {
   std::size_t staged_ = 0;  // budgeted staging bytes held
   std::atomic<std::size_t> early_total_{0};  // Outbound::early_sends over all peers
   transport::BufferPool buffers_;  // memory of those copies and of staged messages, reused
+  Clock::time_point sampled_{};
+  bool told_tuning_ = false, told_buffers_ = false;
   std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
   bool abort_applied_ = false;
 };

@@ -8,16 +8,16 @@
 #                                                    TCP stream), alternating with iperf3 -c
 #                                                    127.0.0.1, ROUNDS times (3); medians and
 #                                                    ratios to iperf3 as a Markdown table
-#   tests/plugin/bench_plugin.sh wan [RATE]          two shaped regions (bench/wan/netns.sh up 2
-#                                                    RATE, default 200mbit; needs root), 25 ms
-#                                                    one-way delay emulated in the plugin, striped
-#                                                    path with 1 and with 8 streams; the
-#                                                    namespaces are always torn down at exit
+#   tests/plugin/bench_plugin.sh wan [RATE] [LOSS]   two regions of the WAN lab (bench/wan/netns.sh
+#                                                    up 2 RATE --delay 25 --loss LOSS, default
+#                                                    200mbit, 0%; needs root), the striped path
+#                                                    with 1, 4 and 8 streams; the lab is always
+#                                                    torn down at exit
 #   tests/plugin/bench_plugin.sh tls [ROUNDS] [RATE]  the striped path in clear text and in
 #                                                    TLS (STRATA_WAN_TLS=1, keyed by the job's
 #                                                    secret), alternating ROUNDS times: on
 #                                                    loopback (4 streams), then, as root, on two
-#                                                    shaped regions (RATE, 25 ms delay, 8
+#                                                    regions of the lab (RATE, 25 ms one way, 4
 #                                                    streams); medians and TLS/clear ratios
 #
 # Environment: BUILD (default build), SECONDS_PER_RUN (5 loopback, 10 wan), WINDOW (8).
@@ -89,26 +89,25 @@ loopback() {
 }
 
 wan() {
-  local rate=${1:-200mbit} secs=${SECONDS_PER_RUN:-10}
+  local rate=${1:-200mbit} loss=${2:-0} secs=${SECONDS_PER_RUN:-10}
   [[ $(id -u) -eq 0 ]] || { echo "wan mode needs root (network namespaces)" >&2; exit 1; }
   trap '"$ROOT/bench/wan/netns.sh" down >/dev/null 2>&1 || true' EXIT INT TERM
-  "$ROOT/bench/wan/netns.sh" up 2 "$rate" >/dev/null
+  "$ROOT/bench/wan/netns.sh" up 2 "$rate" --delay 25 --loss "$loss" >/dev/null
   local b
   b=$(iperf_gbits strata-r0 strata-r1 10.77.0.2 "$secs")
-  printf 'iperf3 r0 -> r1 (one TCP flow, shaped %s): %.1f Mbit/s\n' "$rate" \
+  printf 'iperf3 r0 -> r1 (one TCP flow; lab %s, 25 ms one way, %s%% loss): %.1f Mbit/s\n' "$rate" "$loss" \
     "$(python3 -c "print($b*1000)")"
-  run() {  # run LABEL REGION1 STREAMS EMULATE
+  run() {  # run LABEL REGION1 STREAMS
     local out
     out=$("$HARNESS" --plugin "$PLUGIN" --version 11 --case bench --netns strata-r0,strata-r1 \
             --regions r0,"$2" --size 4194304 --window "$WINDOW" --seconds "$secs" \
-            --env STRATA_WAN_STREAMS="$3" --env STRATA_WAN_EMULATE="$4" 2>/dev/null | grep '^bench')
+            --env STRATA_WAN_STREAMS="$3" 2>/dev/null | grep '^bench')
     printf '%-44s %8.1f Mbit/s\n' "$1" "$(python3 -c "print($(echo "$out" | gbits)*1000)")"
   }
-  run "direct (same region), no delay" r0 1 ""
-  run "striped, 1 stream, delay 25ms window 256k" r1 1 "delay=25ms,window=256k"
-  run "striped, 8 streams, delay 25ms window 256k" r1 8 "delay=25ms,window=256k"
-  run "striped, 1 stream, delay 25ms window 4m" r1 1 "delay=25ms,window=4m"
-  run "striped, 8 streams, delay 25ms window 4m" r1 8 "delay=25ms,window=4m"
+  run "direct (same region)" r0 1
+  run "striped, 1 stream" r1 1
+  run "striped, 4 streams" r1 4
+  run "striped, 8 streams" r1 8
 }
 
 # One striped bench run: striped_gbits NETNS_PAIR NAME=VALUE...; prints Gbit/s. An empty
@@ -148,9 +147,8 @@ tls() {
   tls_rounds "loopback, 4 streams" "$rounds" "" STRATA_WAN_STREAMS=4
   [[ $(id -u) -eq 0 ]] || { echo "the shaped run needs root (network namespaces)" >&2; return; }
   trap '"$ROOT/bench/wan/netns.sh" down >/dev/null 2>&1 || true' EXIT INT TERM
-  "$ROOT/bench/wan/netns.sh" up 2 "$rate" >/dev/null
-  tls_rounds "shaped $rate, delay 25 ms, 8 streams, window 4 MiB" "$rounds" strata-r0,strata-r1 \
-    STRATA_WAN_STREAMS=8 STRATA_WAN_EMULATE=delay=25ms,window=4m
+  "$ROOT/bench/wan/netns.sh" up 2 "$rate" --delay 25 >/dev/null
+  tls_rounds "lab $rate, 25 ms one way, 4 streams" "$rounds" strata-r0,strata-r1 STRATA_WAN_STREAMS=4
 }
 
 case ${1:-} in
