@@ -195,15 +195,23 @@ double Bench::time_group(const Case& c, const Shape& s, bool in_place, WanDelta&
   // loop's barriers are counted too (a few bytes per call).
   const TrafficStats t0 = comm_.traffic();
   const auto start = Clock::now();
+  std::vector<double> each;
   for (int it = 0; it < opts_.iters; ++it) {
+    const auto t = Clock::now();
     issue(c, s, b, pending);
-    if (opts_.blocking != 0) {
+    if (opts_.blocking != 0 || opts_.median) {
       wait_all(pending);
+      each.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
       if (opts_.blocking == 1) comm_.barrier(own_barrier_).wait();
     }
   }
   wait_all(pending);
   double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / opts_.iters;
+  if (opts_.median && !each.empty()) {
+    std::sort(each.begin(), each.end());
+    const std::size_t m = each.size();
+    us = m % 2 ? each[m / 2] : (each[m / 2 - 1] + each[m / 2]) / 2;
+  }
   const TrafficStats t1 = comm_.traffic();
   wan.payload += t1.wan_bytes_sent - t0.wan_bytes_sent;
   wan.wire += t1.wan_wire_bytes_sent - t0.wan_wire_bytes_sent;

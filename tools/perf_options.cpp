@@ -124,6 +124,9 @@ ParsedOptions parse_perf_options(int argc, char** argv) {
   app.add_option("-z,--blocking", o.blocking,
                  "0: issue every iteration then wait; 1: wait and barrier after each; 2: wait after each")
       ->check(CLI::Range(0, 2))->capture_default_str();
+  app.add_flag("--median", o.median,
+               "Wait after each iteration (as -z 2 unless -z 1) and report the median iteration instead of the mean: "
+               "steadier where other work shares the cores, as on one machine emulating regions");
   app.add_option("-r,--root", root, "Root rank of broadcast and reduce, or all")->capture_default_str();
   app.add_option("-t,--test,--collective", test,
                  "all_reduce, reduce_scatter, all_gather, broadcast, reduce, sendrecv (ring neighbours), alltoall or "

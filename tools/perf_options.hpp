@@ -32,6 +32,7 @@ struct PerfOptions {
   int warmup_iters = 1;
   int check = 1;
   int blocking = 0;
+  bool median = false;  // time each iteration (waiting after each) and report the median
   Collective collective = Collective::all_reduce;
   std::vector<DataType> dtypes;  // one, or every type for "-d all"
   std::vector<ReduceOp> ops;     // one, or every op for "-o all"

@@ -135,6 +135,7 @@ std::string format_config_header(const SweepConfig& c) {
       by_factor ? "factor" : "bytes", c.warmup_iters, c.iters, c.check);
   if (c.blocking == 1) s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
   if (c.blocking > 1) s += "# Blocking Enabled: wait for completion after each collective (no barrier) \n";
+  if (c.median) s += "# Times: the median iteration (each waited for), not the mean \n";
   s += "#\n";
   return s;
 }
@@ -186,6 +187,13 @@ std::string format_wan_summary(const std::vector<ResultRow>& rows) {
   return sformat("# WAN bytes sent per rank per call: max %.0f, mean %.0f (payload), wire overhead %.2f%% "
                  "(size %llu)\n",
                  w.max, w.mean, overhead, static_cast<unsigned long long>(pick->size));
+}
+
+std::string format_wan_path(double rtt_s, double srtt_s, double rate_bytes_per_s, int streams, double loss) {
+  if (rtt_s <= 0) return {};
+  return sformat("# WAN path (rank 0's link, from its streams' TCP state): round trip %.2f ms (smoothed %.2f ms), "
+                 "delivery rate %.1f Mbit/s over %d stream(s), %.3f%% of segments retransmitted\n",
+                 rtt_s * 1e3, srtt_s * 1e3, rate_bytes_per_s * 8 / 1e6, streams, loss * 100);
 }
 
 double average_bus_bw(const std::vector<ResultRow>& rows) {

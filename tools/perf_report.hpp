@@ -75,6 +75,7 @@ struct SweepConfig {
   int iters = 0;
   int check = 0;
   int blocking = 0;  // nccl-tests -z
+  bool median = false;  // strata-perf --median
 };
 
 // One participant, printed where nccl-tests lists its devices.
@@ -99,6 +100,8 @@ std::string format_footer(std::int64_t wrong, double avg_bus_bw);
 // for the largest size among rows with WAN figures (the last such row), where payload
 // dominates fixed costs; "" when no row has them.
 std::string format_wan_summary(const std::vector<ResultRow>& rows);
+// "# WAN path (rank 0's link): ..." or "" where the link has measured nothing (rtt 0).
+std::string format_wan_path(double rtt_s, double srtt_s, double rate_bytes_per_s, int streams, double loss);
 
 // nccl-tests' time column: 2 decimals below 100 us, 1 below 10 ms, none above.
 std::string format_time_us(double us);

@@ -106,7 +106,7 @@ int run_rank(const PerfOptions& o) {
   comm.allgather(&pid, pids.data(), 1, DataType::i64).wait();
   if (me == 0) {
     SweepConfig sc{o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor,
-                   o.warmup_iters, o.iters, o.check, o.blocking};
+                   o.warmup_iters, o.iters, o.check, o.blocking, o.median};
     std::vector<RankLine> lines;
     for (int r = 0; r < n; ++r) {
       const Locality& loc = comm.locality(r);
@@ -158,7 +158,10 @@ int run_rank(const PerfOptions& o) {
   }
   const std::int64_t wrong = total_wrong(rows);
   if (me == 0) {
-    print(format_footer(wrong, average_bus_bw(rows)) + format_wan_summary(rows));
+    print(format_footer(wrong, average_bus_bw(rows)) + format_wan_summary(rows) + [&] {
+      const auto p = comm.wan_path();
+      return format_wan_path(p.rtt_s, p.srtt_s, p.rate_bytes_per_s, p.streams, p.loss);
+    }());
     if (!o.json_path.empty()) {
       const RunInfo info{"strata-perf", collective_name(o.collective), n, to_string(comm.transport()),
                          requested_dtype(o), requested_op(o)};

@@ -94,13 +94,15 @@ void print_figures(const topo::Figures& f, const probe::ProbeReport* report) {
                 seconds(f.wait_alpha).c_str());
   const std::size_t n = f.regions.size();
   if (n > 1 && f.wan.size() == n * n) {
-    std::printf("  wan matrix (one-way alpha / GB/s):\n");
+    std::printf("  wan matrix (one-way alpha, round trip / GB/s / loss):\n");
     for (std::size_t a = 0; a < n; ++a)
       for (std::size_t b = 0; b < n; ++b)
-        if (a != b)
-          std::printf("    %-12s -> %-12s %10s %8.3f   %s\n", f.regions[a].c_str(), f.regions[b].c_str(),
-                      seconds(f.wan[a * n + b].cost.alpha).c_str(), 1e-9 / f.wan[a * n + b].cost.beta,
-                      topo::to_string(f.wan[a * n + b].source));
+        if (a != b) {
+          const auto& c = f.wan[a * n + b].cost;
+          std::printf("    %-12s -> %-12s %10s %10s %8.3f %6.2f%%   %s\n", f.regions[a].c_str(), f.regions[b].c_str(),
+                      seconds(c.alpha).c_str(), seconds(c.alpha + f.wan[b * n + a].cost.alpha).c_str(), 1e-9 / c.beta,
+                      100 * c.loss, topo::to_string(f.wan[a * n + b].source));
+        }
   }
 }
 
@@ -362,6 +364,15 @@ int run_rank(const Options& o) {
     std::fflush(stdout);
   }
   if (o.learn) learn_online(comm, o);
+  if (comm.rank() == 0) {
+    // What the link measured while the tuning run used it: the round trip and loss the
+    // figures above should agree with (a topology file may give the loss; probing does not).
+    const auto p = comm.wan_path();
+    if (p.rtt_s > 0)
+      std::printf("\nwan path as rank 0's link measured it: round trip %.2f ms (smoothed %.2f ms), delivery rate "
+                  "%.1f Mbit/s over %d stream(s), %.3f%% of segments retransmitted\n",
+                  p.rtt_s * 1e3, p.srtt_s * 1e3, p.rate_bytes_per_s * 8 / 1e6, p.streams, p.loss * 100);
+  }
   // Everyone stays until rank 0 has printed, so no rank sees its peers vanish early.
   comm.collective(collectives::CollArgs{CollectiveKind::barrier}, CallOptions{}).wait();
   return 0;

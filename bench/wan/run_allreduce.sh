@@ -180,8 +180,10 @@ if [[ $PEER == gloo ]]; then
         "${EXTRA[@]}")
   echo "# ranks: gloo R=$R P=$P world=$W layout=$LAYOUT size=$N B logs=$LOGS"
 else
+  # Every run probes afresh: the lab's paths change from run to run, and a cached figure
+  # from another run's path would be taken for this one's.
   ENVS=("STRATA_WORLD_SIZE=$W" "STRATA_ROOT=10.77.0.1:$PORT" "STRATA_ALGO=$ALGO"
-        "STRATA_TRANSPORT=$TRANSPORT" "STRATA_TIMEOUT_S=$TIMEOUT")
+        "STRATA_TRANSPORT=$TRANSPORT" "STRATA_TIMEOUT_S=$TIMEOUT" "STRATA_PROBE_CACHE_S=0")
   [[ -n $STREAMS ]] && ENVS+=("STRATA_WAN_STREAMS=$STREAMS")
   [[ -n $TOPO ]] && ENVS+=("STRATA_TOPO_FILE=$TOPO")
   PROG=$PERF

@@ -47,6 +47,18 @@ struct TrafficStats {
   std::uint64_t host_to_device_bytes = 0;
 };
 
+// What this rank's inter-region link has measured of its path, from its streams' TCP
+// state: of the peer whose path holds the most bytes in flight. Zeros where the
+// communicator does not span regions (or STRATA_WAN_LINK=0), or before it has carried
+// enough to tell.
+struct WanPathStats {
+  double rtt_s = 0;             // the shortest round trip seen (the path without a queue)
+  double srtt_s = 0;            // the smoothed round trip (with the queue a message meets)
+  double rate_bytes_per_s = 0;  // delivery rate while busy, the best of the last 10 s, all streams
+  double loss = 0;              // segments retransmitted over segments sent
+  int streams = 0;              // streams that carried data in that time
+};
+
 // Opaque bootstrap address in the shape of ncclUniqueId: created once (by the rank that
 // will be rank 0, or any process that then stays alive), shared out of band.
 struct UniqueId {
@@ -80,6 +92,8 @@ class Communicator {
   std::chrono::milliseconds timeout() const;
   // Thread-safe and cheap (a few relaxed loads); see TrafficStats.
   TrafficStats traffic() const;
+  // Thread-safe; see WanPathStats.
+  WanPathStats wan_path() const;
   // The registered algorithms CallOptions::algorithm may name for `kind` on elements of
   // `dt` here, in registry order: those that implement it for this many ranks and this
   // communicator's links (shared_memory only where every rank shares the host's memory).

@@ -68,6 +68,7 @@ class CommImpl {
   TransportKind transport_kind() const { return kind_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   transport::TrafficCounters traffic() const { return transport_->report().traffic(); }
+  transport::PathFigures wan_path() const { return transport_->report().path(); }
   // Bytes device calls copied to and from the host.
   const device::CopyCounters& copy_counters() const { return copy_counters_; }
 

@@ -214,6 +214,11 @@ TrafficStats Communicator::traffic() const {
           d.to_device.load()};
 }
 
+WanPathStats Communicator::wan_path() const {
+  const auto p = impl_->wan_path();
+  return {p.rtt_s, p.srtt_s, p.rate_bytes_per_s, p.loss, p.streams};
+}
+
 std::vector<std::string> Communicator::algorithms(CollectiveKind kind, DataType dt) const {
   std::vector<std::string> out;
   for (const auto& a : collectives::algorithms())

@@ -55,14 +55,19 @@ std::size_t stages_in_flight(const Plan& plan, const transport::PathFigures& pat
   double rtt = path.rtt_s, rate = path.rate_bytes_per_s;
   if (plan.pricing && !plan.pricing->levels.empty()) {
     const topology::GroupCost& top = plan.pricing->levels.back().cost;
-    if (rtt <= 0) rtt = 2 * top.link.alpha;
+    // The top group's slowest pair, from the figures every rank shares: a rank's own link
+    // measures only the peers it sends to, and a ring's stage waits on every hop.
+    rtt = std::max(rtt, 2 * top.link.alpha);
     // Every rail crosses at once, each with its share of the region's egress.
     double rails = 1;
     for (std::size_t i = 0; i + 1 < plan.pricing->levels.size(); ++i) rails *= plan.pricing->levels[i].size;
     if (rate <= 0 && top.link.beta > 0) rate = 1 / (top.link.beta * rails);
   }
   if (rtt <= 0 || rate <= 0 || step_bytes == 0) return kLeast;
-  const double round_trips = path.loss > 1e-3 ? 3 : 2;
+  // With every stage's messages in one queue per peer, a stage's later steps wait behind
+  // the younger stages' earlier ones: the stages in flight must hold several round trips
+  // of the path for the link to stay busy.
+  const double round_trips = path.loss > 1e-3 ? 6 : 4;
   const double stages = std::ceil(round_trips * rtt * rate / static_cast<double>(step_bytes));
   return std::clamp<std::size_t>(kLeast + static_cast<std::size_t>(std::min(stages, 1e6)), kLeast, kMost);
 }

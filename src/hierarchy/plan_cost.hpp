@@ -26,11 +26,11 @@ Plan::Pricing price_levels(const topology::Selector& sel, const Plan& plan);
 bool prefers_latency_path(const Plan::Pricing& pricing, CollectiveKind kind, std::size_t bytes);
 
 // How many segments' cross-region stages a split-rail allreduce keeps in flight, each
-// sending `step_bytes` per ring step: a stage waits a round trip between its steps, so
-// the stages together must hold what the path carries in that time, twice over (its
-// queue, and the slack the pipeline's order costs), with one more round trip of it where
-// the path loses packets (a stream refilling a loss holds its stage back). The round trip
-// and rate are what the link measured (`path`), else the plan's figures; from 2 to 32.
+// sending `step_bytes` per ring step: a stage waits a one-way trip between its steps
+// behind the younger stages' bytes queued on the same streams, so the stages together
+// must hold four round trips of what the path carries, six where it loses packets (a
+// stream refilling a loss holds its stage back). The round trip and rate are what the
+// link measured (`path`), else the plan's figures; from 2 to 32.
 std::size_t stages_in_flight(const Plan& plan, const transport::PathFigures& path, std::size_t step_bytes);
 
 // The plan's predicted time, taking the path the plan will take.

@@ -132,7 +132,10 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
     r.cost.gap = std::max(0.0, median(extra) / (kBurst - 1));
     r.gap_measured = true;
   }
-  if (!large.empty()) {
+  // Only where the rung's bytes showed above the latency (a fifth of the round trip at
+  // least): a rung that a far link's budget cut short at a few KiB times its round trip,
+  // not its bandwidth, and β keeps its built-in or file figure instead of noise.
+  if (!large.empty() && median(large) - est_small > 0.2 * est_small) {
     // One way: half the round trip, less the latency both sizes pay.
     r.cost.beta = std::max(1e-13, (median(large) - est_small) / 2 / static_cast<double>(measured_rung - kSmall));
     r.beta_measured = true;

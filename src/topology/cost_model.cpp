@@ -238,6 +238,17 @@ LinkCost Figures::wan_pair(const std::string& from, const std::string& to) const
   return of(LinkClass::wan).cost;
 }
 
+LinkCost priced_with_loss(LinkCost c, double message_bytes) {
+  if (c.loss <= 0) return c;
+  constexpr double kPacket = 1448;  // a TCP segment's payload on a 1500-byte path
+  const double loss = std::min(c.loss, 0.5);
+  const double packets = std::max(1.0, std::ceil(message_bytes / kPacket));
+  const double hit = 1 - std::pow(1 - loss, packets);
+  c.alpha += 2.5 * c.alpha * hit;
+  c.beta /= 1 - loss;
+  return c;
+}
+
 LinkCost Figures::wan_worst(const std::vector<std::string>& among) const {
   if (among.size() < 2 || wan.empty()) return of(LinkClass::wan).cost;
   LinkCost worst;
@@ -248,6 +259,7 @@ LinkCost Figures::wan_worst(const std::vector<std::string>& among) const {
       worst.alpha = std::max(worst.alpha, c.alpha);
       worst.beta = std::max(worst.beta, c.beta);
       worst.gap = std::max(worst.gap, c.gap);
+      worst.loss = std::max(worst.loss, c.loss);
     }
   return worst;
 }
@@ -278,6 +290,9 @@ std::optional<Cost> predict(AlgorithmId a, CollectiveKind kind, int p, double by
   const bool ring_like = a == AlgorithmId::ring || a == AlgorithmId::chain;
   GroupCost along = g;
   if (ring_like && g.ring_link) along.link = *g.ring_link;
+  // Where the path loses packets, each message (a chunk, or the whole call when smaller)
+  // pays for the holes it meets.
+  along.link = priced_with_loss(along.link, std::min(bytes, g.chunk_bytes));
   std::optional<Cost> c;
   switch (kind) {
     case K::allreduce: c = allreduce(a, p, bytes, along); break;
@@ -314,7 +329,11 @@ Cost predict_split_rail(CollectiveKind kind, const std::vector<LevelCost>& level
         return total;
       }
       const Descent d = split_rail_descent(levels, bytes);
-      return d.cost + ring(K::allreduce, top, d.top_bytes);
+      // Two regions exchange their shards in one step, not the ring's two
+      // (collectives/ring.cpp, ring_allreduce_pieces).
+      Cost across = ring(K::allreduce, top, d.top_bytes);
+      if (top.size == 2) across.alpha /= 2;
+      return d.cost + across;
     }
     case K::reduce_scatter:
     case K::allgather: {
@@ -389,15 +408,18 @@ Cost predict_compressed(collectives::EncodedExchange how, int p, const collectiv
   const double enc = s.encode_passes * g.gamma, dec = s.decode_passes * g.gamma;
   if (p <= 1) return Cost{0, 0, N * (enc + dec)};
   const double sharing = s.sharing * g.wan_sharing;
+  GroupCost lossy = g;
+  lossy.link = priced_with_loss(g.link, e);
+  const GroupCost& gl = lossy;
   if (how == collectives::EncodedExchange::gather || p == 2) {
     // One round of p - 1 messages posted at once; every member decodes all p encodings.
-    return Cost{g.link.alpha + (q - 2) * g.link.gap, (q - 1) * e * g.link.beta * sharing, N * enc + q * N * dec};
+    return Cost{gl.link.alpha + (q - 2) * gl.link.gap, (q - 1) * e * gl.link.beta * sharing, N * enc + q * N * dec};
   }
   // Ranges to their owners and the owners' sums back: two rounds of p - 1 messages, one
   // encoding's (p - 1)/p each way. Encoding the ranges, then the owner's re-encoding of
   // its range; decoding p contributions to that range, then the p sums.
   const double f = (q - 1) / q;
-  return Cost{2 * (g.link.alpha + (q - 2) * g.link.gap), 2 * f * e * g.link.beta * sharing,
+  return Cost{2 * (gl.link.alpha + (q - 2) * gl.link.gap), 2 * f * e * gl.link.beta * sharing,
               N * (1 + 1 / q) * enc + 2 * N * dec};
 }
 

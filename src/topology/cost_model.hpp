@@ -33,8 +33,17 @@ struct LinkCost {
   // α is paid once per round, but a round of p-1 concurrent messages (direct, a tree's
   // fan-out) still queues them through one rank's stack.
   double gap = 0;
+  // Probability that a packet is lost one way (WAN links: a topology file's, or what the
+  // link's streams retransmitted while probing); 0 elsewhere.
+  double loss = 0;
   bool operator==(const LinkCost&) const = default;
 };
+
+// A lossy link priced as a loss-free one for messages of `message_bytes`: a message meets
+// a lost packet with probability 1 - (1 - loss)^packets, and its stream then stalls about
+// 1.25 round trips (2.5 α) until the retransmission fills the hole; what is sent again
+// adds to β. Loss-free links come back as they were.
+LinkCost priced_with_loss(LinkCost c, double message_bytes);
 
 // Where a figure came from, so strata-plan can say how far to trust it.
 enum class Source : std::uint8_t { builtin, probed, cached, file };

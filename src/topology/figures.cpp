@@ -102,7 +102,8 @@ std::string serialize(const Measured& m) {
          std::to_string(p.pair.to) + " " + std::to_string(p.pair.region_a) + " " + std::to_string(p.pair.region_b) +
          " " + fmt(p.cost.alpha) + " " + fmt(p.cost.beta) + " " + fmt(p.cost.gap) + " " +
          (p.beta_measured ? "1" : "0") + " " + (p.gap_measured ? "1" : "0") + " " +
-         std::to_string(p.small_iters) + " " + std::to_string(p.large_iters) + "\n";
+         std::to_string(p.small_iters) + " " + std::to_string(p.large_iters) +
+         (p.cost.loss > 0 ? " loss " + fmt(p.cost.loss) : "") + "\n";
   return s;
 }
 
@@ -127,6 +128,15 @@ std::optional<Measured> parse_measured(const std::string& text) {
       if (!c) return std::nullopt;
       p.pair.cls = *c;
       p.beta_measured = beta_measured != 0;
+      // An optional "loss X" ends the record (records written before it have none).
+      const auto at = in.tellg();
+      std::string next;
+      if (in >> next && next == "loss") {
+        if (!(in >> p.cost.loss) || !(p.cost.loss >= 0 && p.cost.loss < 1)) return std::nullopt;
+      } else {
+        in.clear();
+        in.seekg(at);
+      }
       m.pairs.push_back(p);
     } else {
       return std::nullopt;
@@ -194,6 +204,7 @@ void apply_measured(Figures& f, const Measured& m, Source source) {
   for (const auto& p : m.pairs) {
     LinkFigure fig = f.of(p.pair.cls);
     fig.cost.alpha = p.cost.alpha;
+    fig.cost.loss = p.cost.loss;
     if (p.beta_measured) fig.cost.beta = p.cost.beta;
     if (p.gap_measured) fig.cost.gap = p.cost.gap;
     fig.source = source;
@@ -208,6 +219,7 @@ void apply_measured(Figures& f, const Measured& m, Source source) {
     worst.cost.alpha = std::max(worst.cost.alpha, fig.cost.alpha);
     worst.cost.beta = std::max(worst.cost.beta, fig.cost.beta);
     worst.cost.gap = std::max(worst.cost.gap, fig.cost.gap);
+    worst.cost.loss = std::max(worst.cost.loss, fig.cost.loss);
     any_wan = true;
   }
   // Past kMaxWanPairs only region 0's pairs were measured: a pair between two other
@@ -218,7 +230,7 @@ void apply_measured(Figures& f, const Measured& m, Source source) {
         if (a != b && f.wan[a * n + b].source != source) {
           const auto& x = f.wan[a], &y = f.wan[b];
           f.wan[a * n + b] = LinkFigure{{std::max(x.cost.alpha, y.cost.alpha), std::max(x.cost.beta, y.cost.beta),
-                                         std::max(x.cost.gap, y.cost.gap)},
+                                         std::max(x.cost.gap, y.cost.gap), std::max(x.cost.loss, y.cost.loss)},
                                         source};
         }
   if (any_wan) f.of(LinkClass::wan) = worst;
@@ -241,7 +253,8 @@ void apply_file(Figures& f, const TopologyFile& file) {
       const WanLink* w = a == b ? nullptr : file.wan_link(f.regions[a], f.regions[b]);
       if (!w) continue;
       f.wan[a * n + b] = LinkFigure{
-          {w->latency_ms * 1e-3, w->bandwidth_mbps > 0 ? 8 / (w->bandwidth_mbps * 1e6) : 0, f.wan[a * n + b].cost.gap},
+          {w->latency_ms * 1e-3, w->bandwidth_mbps > 0 ? 8 / (w->bandwidth_mbps * 1e6) : 0, f.wan[a * n + b].cost.gap,
+           w->loss_percent / 100},
           Source::file};
       any = true;
     }
@@ -254,6 +267,7 @@ void apply_file(Figures& f, const TopologyFile& file) {
         worst.cost.alpha = std::max(worst.cost.alpha, f.wan[a * n + b].cost.alpha);
         worst.cost.beta = std::max(worst.cost.beta, f.wan[a * n + b].cost.beta);
         worst.cost.gap = std::max(worst.cost.gap, f.wan[a * n + b].cost.gap);
+        worst.cost.loss = std::max(worst.cost.loss, f.wan[a * n + b].cost.loss);
       }
   f.of(LinkClass::wan) = worst;
 }

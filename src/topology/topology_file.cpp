@@ -167,7 +167,11 @@ void read_wan(const wire::Topology& t, const Checker& c, TopologyFile& out) {
     if (w.bandwidth_mbps() <= 0)
       c.fail(c.pos("wan", i, "bandwidth_mbps"), "wan.bandwidth_mbps",
              "bandwidth " + fmt(w.bandwidth_mbps()) + " must be positive");
-    WanLink l{w.from_region(), w.to_region(), w.latency_ms(), w.bandwidth_mbps(), c.pos("wan", i), false};
+    if (!(w.loss_percent() >= 0 && w.loss_percent() < 100))
+      c.fail(c.pos("wan", i, "loss_percent"), "wan.loss_percent",
+             "loss " + fmt(w.loss_percent()) + " must be at least 0 and below 100 (percent of packets)");
+    WanLink l{w.from_region(), w.to_region(), w.latency_ms(), w.bandwidth_mbps(), w.loss_percent(), c.pos("wan", i),
+              false};
     auto [it, fresh] = given.emplace(std::pair{l.from_region, l.to_region}, l);
     if (!fresh)
       c.fail(l.pos, "wan",

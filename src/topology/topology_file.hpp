@@ -34,6 +34,7 @@ struct WanLink {
   std::string to_region;
   double latency_ms = 0;  // one way
   double bandwidth_mbps = 0;
+  double loss_percent = 0;
   SourcePos pos;          // of the entry this direction came from
   bool mirrored = false;  // filled in from the opposite direction
 };

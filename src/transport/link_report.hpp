@@ -51,7 +51,7 @@ class LinkReport {
  public:
   virtual ~LinkReport() = default;
   virtual LinkProfile profile() const { return {}; }
-  // Engine thread.
+  // Thread-safe.
   virtual PathFigures path() const { return {}; }
   // Thread-safe (any thread may read while the engine runs).
   virtual TrafficCounters traffic() const { return {}; }

@@ -44,8 +44,12 @@ void WanTransport::sample_paths(Clock::time_point now) {
       }
     }
   }
+  const auto f = compute_path();
+  {
+    std::lock_guard<std::mutex> lock(path_mutex_);
+    published_ = f;
+  }
   if (told_buffers_) return;
-  const auto f = path();
   if (f.streams == 0) return;
   if (const std::string why = net::buffers_short(f.bdp_bytes() / f.streams); !why.empty()) {
     told_buffers_ = true;
@@ -54,6 +58,11 @@ void WanTransport::sample_paths(Clock::time_point now) {
 }
 
 transport::PathFigures WanTransport::path() const {
+  std::lock_guard<std::mutex> lock(path_mutex_);
+  return published_;
+}
+
+transport::PathFigures WanTransport::compute_path() const {
   transport::PathFigures best;
   const auto now = Clock::now();
   for (std::size_t p = 0; p < out_.size(); ++p) {

@@ -59,6 +59,17 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   schedule(peer);
 }
 
+std::size_t WanTransport::stripe_of(std::size_t bytes) const {
+  // A message smaller than a stripe per stream is cut finer, so that every stream carries
+  // a share: a stream whose congestion control paces it (BBR, from what the stream has
+  // carried so far) sends a few packets at once and the rest a pacing interval apart, so
+  // a 16 KiB message on one stream of a path that has carried little waited tens of ms.
+  // Not below 4 KiB: three segments, what a paced stream sends at once.
+  constexpr std::size_t kLeast = 4096;
+  const auto streams = static_cast<std::size_t>(opt_.streams);
+  return std::clamp((bytes + streams - 1) / streams, kLeast, std::max(kLeast, opt_.stripe_bytes));
+}
+
 bool WanTransport::worth_owning(const Outbound& o, std::size_t bytes) const {
   if (o.owned_bytes + bytes > opt_.send_buffer) return false;
   // Small sends are copied whatever the path; larger ones where the path's round trip
@@ -103,7 +114,7 @@ void WanTransport::schedule(int peer) {
   std::vector<link::StreamLoad> loads(o.streams.size());
   while (!o.pending.empty()) {
     PendingSend& ps = o.pending.front();
-    const std::size_t len = std::min(opt_.stripe_bytes, ps.req->size - ps.next_offset);
+    const std::size_t len = std::min(ps.req->stripe, ps.req->size - ps.next_offset);
     for (std::size_t i = 0; i < o.streams.size(); ++i) {
       const auto& st = o.streams[i];
       // Ready while less than a stripe waits unwritten: small messages queue up and leave

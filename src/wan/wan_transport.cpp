@@ -66,7 +66,8 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
   auto& out = out_.at(static_cast<std::size_t>(peer));
   auto req = new_request<WanRequest>(peer, tag, buf, bytes, out.failed);
   if (req->done()) return req;
-  req->stripes_left = bytes == 0 ? 1 : (bytes + opt_.stripe_bytes - 1) / opt_.stripe_bytes;
+  req->stripe = stripe_of(bytes);
+  req->stripes_left = bytes == 0 ? 1 : (bytes + req->stripe - 1) / req->stripe;
   if (bytes > 0 && worth_owning(out, bytes)) {
     // The link owns the bytes from here: the caller's buffer is free at once.
     req->owned = buffers_.take(bytes);

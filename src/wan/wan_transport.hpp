@@ -65,6 +65,7 @@ class WanRequest : public transport::CopyRequest {
   const char* source() const { return owned.data ? owned.data.get() : static_cast<const char*>(buf); }
 
   std::size_t stripes_left = 0;  // sends: stripes not yet acknowledged
+  std::size_t stripe = 0;        // sends: the length of its stripes (the last may be shorter)
   transport::BufferPool::Buffer owned;  // sends completed early: the bytes, until acknowledged
   bool early = false;  // completed before its acknowledgement (zero bytes need no copy)
 };
@@ -151,8 +152,9 @@ class WanTransport : public transport::AsioTransport {
   };
 
   // ---- the path (wan_path.cpp)
-  // Reads its busy streams' TCP_INFO every kSampleEvery, for path().
+  // Reads its busy streams' TCP_INFO every kSampleEvery and publishes what path() tells.
   void sample_paths(Clock::time_point now);
+  transport::PathFigures compute_path() const;
   // Sets a stream's TCP up (net::tune_path), telling once what the kernel refused.
   void tune(int fd);
 
@@ -214,6 +216,9 @@ class WanTransport : public transport::AsioTransport {
   // Whether isend copies `bytes` for `peer` and completes at once: the copy must fit the
   // peer's send buffer and cost less than the round trip it saves.
   bool worth_owning(const Outbound& o, std::size_t bytes) const;
+  // The stripe length of a message of `bytes`: spread over every stream, from 4 KiB up to
+  // options().stripe_bytes.
+  std::size_t stripe_of(std::size_t bytes) const;
   // Before closing: waits, at most `limit`, until every completed send's copy is
   // acknowledged, giving up on a peer whose streams break or who left.
   void drain_owned(std::chrono::milliseconds limit);
@@ -279,6 +284,8 @@ class WanTransport : public transport::AsioTransport {
   std::atomic<std::size_t> early_total_{0};  // Outbound::early_sends over all peers
   transport::BufferPool buffers_;  // memory of those copies and of staged messages, reused
   Clock::time_point sampled_{};
+  mutable std::mutex path_mutex_;  // path() may be read from any thread
+  transport::PathFigures published_;
   bool told_tuning_ = false, told_buffers_ = false;
   std::atomic<std::uint64_t> payload_sent_{0}, wire_sent_{0}, payload_received_{0}, resent_{0};
   bool abort_applied_ = false;

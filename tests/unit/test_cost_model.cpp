@@ -170,13 +170,37 @@ TEST(CostModel, SplitRailBeatsFlatRingAcrossSlowWan) {
 TEST(CostModel, SplitRailLevelsAddUp) {
   const auto levels = two_region_levels();
   const double n = 64.0 * (1 << 20);
-  // Down: reduce-scatter (and allgather back) at 8 then 4 ranks, allreduce of N/32 at the top.
+  // Down: reduce-scatter (and allgather back) at 8 then 4 ranks, allreduce of N/32 at the
+  // top, where two regions exchange their shards in one step: the ring's bytes, half its
+  // rounds.
+  Cost top = *predict(AlgorithmId::ring, K::allreduce, 2, n / 32, levels[2].cost);
+  top.alpha /= 2;
   const double want = t(AlgorithmId::ring, K::reduce_scatter, 8, n, levels[0].cost) +
                       t(AlgorithmId::ring, K::allgather, 8, n, levels[0].cost) +
                       t(AlgorithmId::ring, K::reduce_scatter, 4, n / 8, levels[1].cost) +
-                      t(AlgorithmId::ring, K::allgather, 4, n / 8, levels[1].cost) +
-                      t(AlgorithmId::ring, K::allreduce, 2, n / 32, levels[2].cost);
+                      t(AlgorithmId::ring, K::allgather, 4, n / 8, levels[1].cost) + top.total();
   EXPECT_DOUBLE_EQ(predict_split_rail(K::allreduce, levels, n, 64 << 10).total(), want);
+}
+
+// A lossy WAN path: a message meets a hole with probability 1 - (1 - loss)^packets, and
+// a hole costs its stream about 1.25 round trips; what is sent again adds to the bytes.
+TEST(CostModel, LossPricesEachMessagesHoles) {
+  LinkCost clean{0.025, 8 / 1e9, 20e-6};
+  EXPECT_EQ(priced_with_loss(clean, 1 << 20), clean) << "a loss-free link is priced as it was";
+  LinkCost lossy = clean;
+  lossy.loss = 0.01;
+  const LinkCost big = priced_with_loss(lossy, 1 << 20), small = priced_with_loss(lossy, 1000);
+  // 1 MiB is 725 segments: nearly sure to meet a loss; one segment meets it one time in a hundred.
+  EXPECT_NEAR(big.alpha, 0.025 * (1 + 2.5 * (1 - std::pow(0.99, 725))), 1e-12);
+  EXPECT_NEAR(small.alpha, 0.025 * (1 + 2.5 * 0.01), 1e-12);
+  EXPECT_NEAR(big.beta, 8 / 1e9 / 0.99, 1e-20);
+  EXPECT_EQ(big.gap, clean.gap);
+  // The selector's flat predictions pay it: an exchange round across a lossy WAN costs more.
+  GroupCost g;
+  g.link = clean;
+  const double before = predict(AlgorithmId::exchange, K::allreduce, 3, 16 << 10, g)->total();
+  g.link = lossy;
+  EXPECT_GT(predict(AlgorithmId::exchange, K::allreduce, 3, 16 << 10, g)->total(), before);
 }
 
 // A lossy allreduce's exchange: gathering costs one round and p - 1 encodings per member,
@@ -265,6 +289,49 @@ TEST(CostModel, ProbeRecordsRoundTripExactly) {
   EXPECT_EQ(back->pairs[0].pair.cls, LinkClass::wan);
   EXPECT_FALSE(parse_measured("gamma x").has_value());
   EXPECT_FALSE(parse_measured("pair shm 0 1").has_value());
+  // A pair's loss travels too (records without one, written before it existed, still read).
+  m.pairs[0].cost.loss = 0.012;
+  const auto lossy = parse_measured(serialize(m) + serialize(Measured{m.gamma, {p}}).substr(serialize(m).find("pair")));
+  ASSERT_TRUE(lossy.has_value());
+  ASSERT_EQ(lossy->pairs.size(), 2u);
+  EXPECT_EQ(lossy->pairs[0].cost.loss, 0.012);
+  EXPECT_EQ(lossy->pairs[1].cost.loss, 0);
+  EXPECT_FALSE(parse_measured(serialize(m).replace(serialize(m).find("loss ") + 5, 5, "1.5")).has_value())
+      << "a loss of 150% is a malformed record";
+}
+
+// A shrunk or grown communicator takes its parent's figures for the pairs it would probe,
+// its regions renumbered; a pair the parent never measured (a region it did not have)
+// means probing again.
+TEST(CostModel, ParentFiguresCarryOverByRegionName) {
+  Measured parent;
+  parent.gamma = 1e-10;
+  PairResult shm, ab, ac;
+  shm.pair = ProbePair{LinkClass::shm, 0, 1};
+  shm.cost = LinkCost{3e-6, 1e-10};
+  ab.pair = ProbePair{LinkClass::wan, 0, 2, 0, 1};
+  ab.cost = LinkCost{0.01, 1e-8};
+  ac.pair = ProbePair{LinkClass::wan, 0, 4, 0, 2};
+  ac.cost = LinkCost{0.04, 2e-8};
+  parent.pairs = {shm, ab, ac};
+  const std::vector<std::string> from{"a", "b", "c"};
+  // Region "a" lost every rank: the child's regions are c, b (in the order of their lowest rank).
+  const std::vector<ProbePair> needed{ProbePair{LinkClass::shm, 0, 1}, ProbePair{LinkClass::wan, 0, 2, 0, 1}};
+  const std::vector<std::string> to{"c", "b"};
+  EXPECT_FALSE(carry_over(parent, from, needed, to).has_value()) << "the parent never measured b <-> c";
+  PairResult bc;
+  bc.pair = ProbePair{LinkClass::wan, 2, 4, 1, 2};
+  bc.cost = LinkCost{0.08, 3e-8};
+  bc.beta_measured = true;
+  parent.pairs.push_back(bc);
+  const auto child = carry_over(parent, from, needed, to);
+  ASSERT_TRUE(child.has_value());
+  Figures f = default_figures();
+  set_regions(f, to);
+  apply_measured(f, *child, Source::probed);
+  EXPECT_EQ(f.wan_pair("b", "c").alpha, 0.08);
+  EXPECT_EQ(f.wan_pair("c", "b").beta, 3e-8);
+  EXPECT_EQ(f.of(LinkClass::shm).cost.alpha, 3e-6);
 }
 
 TEST(CostModel, TopologyFileFiguresWinOverProbes) {
@@ -298,6 +365,13 @@ TEST(CostModel, TopologyFileFiguresWinOverProbes) {
   EXPECT_DOUBLE_EQ(f.wan_pair("us-east", "eu-west").alpha, 0.025);
   EXPECT_DOUBLE_EQ(f.wan_pair("eu-west", "us-east").beta, 8 / 200e6);  // mirrored
   EXPECT_DOUBLE_EQ(f.wan_worst({"us-east", "eu-west"}).alpha, 0.025);
+  EXPECT_EQ(f.wan_worst({"us-east", "eu-west"}).loss, 0);
+  const auto lossy = parse_topology(
+      "wan { from_region: \"us-east\" to_region: \"eu-west\" latency_ms: 25 bandwidth_mbps: 200 loss_percent: 1.5 }\n",
+      "lossy.textproto");
+  apply_file(f, lossy);
+  EXPECT_DOUBLE_EQ(f.wan_pair("eu-west", "us-east").loss, 0.015);
+  EXPECT_DOUBLE_EQ(f.wan_worst({"us-east", "eu-west"}).loss, 0.015);
   // What the file does not name keeps its probed figure.
   EXPECT_EQ(f.gamma, 2e-10);
 }

@@ -186,6 +186,9 @@ TEST(TopologyFileSemantics, NegativeFigures) {
   EXPECT_EQ(parse_error(placements(4) +
                         "wan { from_region: \"us\" to_region: \"eu\" latency_ms: -5 bandwidth_mbps: 200 }\n"),
             "t.textproto:5:41: wan.latency_ms: latency -5 is negative");
+  EXPECT_EQ(parse_error(placements(4) + "wan { from_region: \"us\" to_region: \"eu\" latency_ms: 5 bandwidth_mbps: 200 "
+                                        "loss_percent: 100 }\n"),
+            "t.textproto:5:75: wan.loss_percent: loss 100 must be at least 0 and below 100 (percent of packets)");
 }
 
 TEST(TopologyFileSemantics, WanRegionWithoutRanks) {
