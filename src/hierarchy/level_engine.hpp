@@ -43,6 +43,9 @@ class LevelEngine {
   virtual collectives::Steps scatter_pieces(collectives::Context& ctx, const collectives::Group& g,
                                             const char* src, char* out, std::size_t n, DataType dt,
                                             int from) const = 0;
+  // How many allreduce_pieces this engine can hold in flight at once (an engine that
+  // stages each through memory of its own has so many slots); no bound by default.
+  virtual std::size_t stages_at_once() const { return static_cast<std::size_t>(-1); }
 };
 
 // The host's: the flat algorithms over the transport.

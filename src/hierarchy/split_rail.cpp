@@ -109,6 +109,9 @@ Steps split_rail_allreduce(Context& ctx, const Plan& plan, const CollArgs& a, co
   const bool measured = !engines.on_device();
   std::int64_t in_flight_most = static_cast<std::int64_t>(
       stages_in_flight(plan, measured ? ctx.path() : transport::PathFigures{}, shard_bytes / regions));
+  // Each stage in flight, and the one being started, may need an engine's slot.
+  in_flight_most = std::min<std::int64_t>(
+      in_flight_most, static_cast<std::int64_t>(std::min<std::size_t>(engines.level(depth - 1).stages_at_once(), 33) - 1));
   for (int i = 0; measured && i + 1 < depth; ++i) {
     const CollArgs most{CollectiveKind::allreduce, &in_flight_most, &in_flight_most, 1, DataType::i64, ReduceOp::max, 0, {}};
     co_await engines.level(i).collective(ctx, plan.mine[static_cast<std::size_t>(i)], most);

@@ -37,6 +37,7 @@ class StagedEngine final : public LevelEngine {
     for (int s = device::CopyStream::kStagingSlots - 1; s >= 2; --s) free_.push_back(s);
   }
   const char* name() const override { return "staged"; }
+  std::size_t stages_at_once() const override { return device::CopyStream::kStagingSlots - 2; }
 
   // A broadcast (split rail's across regions, along the root's rail): the root's range
   // in, the host's broadcast, the result back. Device plans run no other whole collective

@@ -223,13 +223,20 @@ void WanTransport::deliver(int peer, int s, const Arrival& a) {
 
 void WanTransport::try_match(int peer) {
   auto& in = in_[static_cast<std::size_t>(peer)];
+  bool advanced = false;
   for (;;) {
     auto it = in.msgs.find(in.next_match);
-    if (it == in.msgs.end()) return;
+    if (it == in.msgs.end()) break;
     const InMsgPtr m = it->second;
     ++in.next_match;
+    advanced = true;
     match(peer, m);
   }
+  // A stream may hold the header of the message that is next now: held while it was not
+  // (it would have needed staging beyond the budget), it may now go straight to its posted
+  // receive. Matching frees no staging when the messages it matched had none, so nothing
+  // else would look at that stream again.
+  if (advanced) resume_stalled();
 }
 
 void WanTransport::match(int peer, const InMsgPtr& m) {
