@@ -60,12 +60,13 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
 }
 
 std::size_t WanTransport::stripe_of(std::size_t bytes) const {
-  // A message smaller than a stripe per stream is cut finer, so that every stream carries
-  // a share: a stream whose congestion control paces it (BBR, from what the stream has
-  // carried so far) sends a few packets at once and the rest a pacing interval apart, so
-  // a 16 KiB message on one stream of a path that has carried little waited tens of ms.
-  // Not below 4 KiB: three segments, what a paced stream sends at once.
-  constexpr std::size_t kLeast = 4096;
+  // A small message is cut over every stream: a stream whose congestion control paces it
+  // (BBR, at the rate the stream has seen so far) sends a few packets at once and the rest
+  // a pacing interval apart, so a 16 KiB message on one stream of a path that had carried
+  // little waited tens of ms. Not below 4 KiB (three segments, what a paced stream sends at
+  // once); larger messages keep whole stripes, which bound frames per byte.
+  constexpr std::size_t kLeast = 4096, kSmall = 256u << 10;
+  if (bytes > kSmall) return opt_.stripe_bytes;
   const auto streams = static_cast<std::size_t>(opt_.streams);
   return std::clamp((bytes + streams - 1) / streams, kLeast, std::max(kLeast, opt_.stripe_bytes));
 }
@@ -89,8 +90,18 @@ bool WanTransport::worth_owning(const Outbound& o, std::size_t bytes) const {
 
 void WanTransport::drain_owned(std::chrono::milliseconds limit) {
   // A peer whose streams are all down (it died, or the path did) would only run the clock.
-  auto worth_waiting = [](const Outbound& o) {
-    if (o.early_sends == 0 || !o.failed.empty() || o.departing) return false;
+  // Any frame still unacknowledged counts, not only completed sends' copies: a socket
+  // closed while acknowledgements wait unread in it is reset, and the reset throws away
+  // what its kernel had not sent yet (a message striped over every stream then lost a
+  // stripe to a rank that left right after sending).
+  auto unacked = [](const Outbound& o) {
+    if (!o.pending.empty()) return true;
+    for (const auto& st : o.streams)
+      if (!st.q.empty()) return true;
+    return false;
+  };
+  auto worth_waiting = [&](const Outbound& o) {
+    if ((o.early_sends == 0 && !unacked(o)) || !o.failed.empty() || o.departing) return false;
     for (const auto& st : o.streams)
       if (!st.down) return true;
     return false;

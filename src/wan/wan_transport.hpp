@@ -216,11 +216,11 @@ class WanTransport : public transport::AsioTransport {
   // Whether isend copies `bytes` for `peer` and completes at once: the copy must fit the
   // peer's send buffer and cost less than the round trip it saves.
   bool worth_owning(const Outbound& o, std::size_t bytes) const;
-  // The stripe length of a message of `bytes`: spread over every stream, from 4 KiB up to
-  // options().stripe_bytes.
+  // The stripe length of a message of `bytes`: up to 256 KiB spread over every stream (at
+  // least 4 KiB a stripe), larger ones in options().stripe_bytes.
   std::size_t stripe_of(std::size_t bytes) const;
-  // Before closing: waits, at most `limit`, until every completed send's copy is
-  // acknowledged, giving up on a peer whose streams break or who left.
+  // Before closing: waits, at most `limit`, until every frame written (a completed send's
+  // copy or not) is acknowledged, giving up on a peer whose streams break or who left.
   void drain_owned(std::chrono::milliseconds limit);
   void break_outbound(int peer, int s, const std::string& why);
   void break_idle_outbound(int peer);
