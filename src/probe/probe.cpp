@@ -78,8 +78,9 @@ double round_trip(transport::Transport& t, int peer, transport::Tag tag, std::ve
   return Seconds(Clock::now() - start).count();
 }
 
+// `measuring`, if given, receives the seconds spent after the warm-up: what the budget bounds.
 PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t index, Seconds budget,
-                    Clock::time_point deadline) {
+                    Clock::time_point deadline, double* measuring = nullptr) {
   const auto tag = probe_tag(index);
   std::vector<char> out(kLarge, 0), in(kLarge, 0);
   std::vector<double> small, large;
@@ -106,9 +107,13 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
   // one predicts it, fits in what is left of the budget; then the largest that fits,
   // again. A fast link climbs to 1 MiB; a slow or far one stops at what its budget
   // allows (a 1 MiB round trip at 100 kbit/s takes 170 s). Across regions one rung at
-  // least, where bandwidth differs most from pair to pair and orders the region ring.
+  // least, where bandwidth differs most from pair to pair and orders the region ring, if
+  // one more round trip fits in what is left: on a far link whose round trip is the
+  // budget's size, a 1 KiB rung shows its bandwidth only when that bandwidth is so low
+  // that the rung alone takes several budgets (100 kbit/s: 160 ms each way), and there
+  // the WAN link's own measure of its streams takes over once calls run (wan_path).
   std::size_t rung = kLadder, measured_rung = 0;
-  const bool climb = elapsed() < budget * 0.5 || p.cls == LinkClass::wan;
+  const bool climb = elapsed() < budget * 0.5 || (p.cls == LinkClass::wan && est_small < (budget - elapsed()).count());
   while (climb && static_cast<int>(large.size()) < kMaxLarge && (measured_rung == 0 || elapsed() < budget)) {
     const double rt = round_trip(t, p.to, tag, out, in, rung, deadline);
     if (rung != measured_rung) large.clear();  // β from the largest rung alone
@@ -120,6 +125,7 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
     if (next > rung && est_small + 2 * static_cast<double>(next) * beta <= left) rung = next;
     else if (rt > left) break;
   }
+  if (measuring) *measuring += elapsed().count();
   std::memcpy(out.data(), &kStop, sizeof kStop);
   wait_or_throw(t, t.isend(p.to, tag, out.data(), kSmall), deadline, p.to);
 
@@ -302,6 +308,7 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
   // ranks or more, the pair's first rank sends to all the others at once, which is what
   // a further message costs in a direct or tree round (the gap), better than a burst to
   // one peer that the stack may coalesce.
+  double measuring = 0;  // this rank's own pairs, after each pair's warm-up
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const auto& p = pairs[i];
     std::vector<int> fan{p.to};
@@ -311,9 +318,11 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
     const bool fans = fan.size() >= 2;
     const Seconds ping_pong = fans ? per_pair * 0.75 : per_pair;
     if (p.from == in.rank) {
-      PairResult r = initiate(*in.transport, p, i, ping_pong, in.deadline);
+      PairResult r = initiate(*in.transport, p, i, ping_pong, in.deadline, &measuring);
       if (fans) {
+        const auto fan_start = Clock::now();
         r.cost.gap = fan_out_gap(*in.transport, fan, probe_tag(i, kFanOut), per_pair - ping_pong, in.deadline);
+        measuring += Seconds(Clock::now() - fan_start).count();
         r.gap_measured = true;
       }
       in.store->set("probe/pair/" + std::to_string(i), serialize(Measured{0, {r}}));
@@ -345,10 +354,17 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
   if (in.rank == 0 && max_age > 0) write_cache(path, key, m);
   if (in.rank == 0) {
     const double took = Seconds(Clock::now() - start).count();
-    // Within the budget give or take one round trip of the slowest pair's first rung.
-    log::info("link probing: " + std::to_string(pairs.size()) + " pair(s) in " + std::to_string(took) +
-              " s, budget " + std::to_string(budget_s) + " s (STRATA_PROBE_MS)" +
-              (took > 2 * budget_s ? ": over it, as every pair takes a few round trips at least, whatever the budget" : ""));
+    // The budget bounds the measuring; each pair's first round trip (it sets up the
+    // connection, several round trips across a WAN) and the store's exchanges are not
+    // in it. A pair whose round trip is larger than its share takes one small round trip
+    // and no more, so the measuring may pass the budget by one round trip at most.
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "link probing: %zu pair(s) in %.3f s: rank 0 measured for %.3f s, budget %.3f s (STRATA_PROBE_MS)%s; "
+                  "the rest set up connections and agreed",
+                  pairs.size(), took, measuring, budget_s,
+                  measuring <= budget_s * 1.05 ? ", kept to it" : ", over it by its slowest pair's round trip");
+    log::info(line);
   }
   return finish(f);
 }
