@@ -91,6 +91,7 @@ void print_measured(const topology::Selector& sel, const collectives::Group& wor
   const int p = world.size();
   const topo::GroupCost cost = sel.group_cost(world);
   Tally pick_tally, threshold_tally, auto_tally;
+  std::vector<double> plan_ratios;  // measured / predicted, where the plan ran (across regions)
   std::vector<std::string> misses;
   std::map<std::string, std::map<std::uint64_t, std::map<std::string, double>>> by;  // coll -> size -> algo -> us
   for (const auto& [key, s] : samples)
@@ -122,13 +123,16 @@ void print_measured(const topology::Selector& sel, const collectives::Group& wor
       for (const auto& a : algos) {
         const double pred = a == "hier" ? hierarchy::predict_plan(sel, *plan, *kind, static_cast<double>(size)).total()
                                         : topo::predict(topo::find_algorithm_alias(a)->id, *kind, p, static_cast<double>(size), cost)->total();
-        const auto it = by_algo.find(a);
+        // Across regions the automatic runs are the plan's: a run forces an algorithm only
+        // where the ranks run flat.
+        const auto it = by_algo.find(a == "hier" ? "" : a);
         if (it == by_algo.end()) {
           line += sep + us(pred) + " / -";
           continue;
         }
         line += sep + us(pred) + " / " + us(it->second * 1e-6) + (std::abs(pred / (it->second * 1e-6) - 1) > 0.25 ? "*" : "");
         if (best.empty() || it->second < best_us) best = a, best_us = it->second;
+        if (a == "hier") plan_ratios.push_back(it->second * 1e-6 / pred);
       }
       const std::size_t count = count_of(*kind, size, p);
       const std::string pick = plan_runs ? "hier" : sel.choose(*kind, DataType::f32, count, world).name;
@@ -136,6 +140,10 @@ void print_measured(const topology::Selector& sel, const collectives::Group& wor
           plan_runs ? "hier" : collectives::threshold_algorithm({*kind, nullptr, nullptr, count, DataType::f32},
                                                               static_cast<std::size_t>(config::get(config::small_bytes))).name;
       const auto pick_it = by_algo.find(pick), threshold_it = by_algo.find(threshold), auto_it = by_algo.find("");
+      if (plan_runs && best == "hier" && by_algo.size() == 1) {
+        std::printf("%s%shier (the plan)%s%s\n", line.c_str(), sep.c_str(), markdown ? " | | |" : "", markdown ? " |" : "");
+        continue;
+      }
       if (best.empty() || pick_it == by_algo.end() || threshold_it == by_algo.end()) {
         std::printf("%s%s(not every algorithm measured)\n", line.c_str(), sep.c_str());
         continue;
@@ -160,8 +168,13 @@ void print_measured(const topology::Selector& sel, const collectives::Group& wor
       std::printf("%s%s\n", line.c_str(), markdown ? " |" : "");
     }
   }
+  if (!plan_ratios.empty()) {
+    std::sort(plan_ratios.begin(), plan_ratios.end());
+    std::printf("\n(* = prediction off by more than 25%%)\nthe plan, %d ranks: measured / predicted median %.2f (%.2f-%.2f) over %zu size(s)\n", p,
+                median(plan_ratios), plan_ratios.front(), plan_ratios.back(), plan_ratios.size());
+  }
   if (pick_tally.cases == 0) {
-    std::printf("\nno measured case for %d ranks\n", p);
+    if (plan_ratios.empty()) std::printf("\nno measured case for %d ranks\n", p);
     return;
   }
   std::printf("\n(* = prediction off by more than 25%%)\n%d ranks, choice quality\n  %s\n  %s\n", p,
