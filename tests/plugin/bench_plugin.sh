@@ -97,14 +97,15 @@ wan() {
   b=$(iperf_gbits strata-r0 strata-r1 10.77.0.2 "$secs")
   printf 'iperf3 r0 -> r1 (one TCP flow; lab %s, 25 ms one way, %s%% loss): %.1f Mbit/s\n' "$rate" "$loss" \
     "$(python3 -c "print($b*1000)")"
-  run() {  # run LABEL REGION1 STREAMS
+  run() {  # run LABEL REGION1 STREAMS: the same-region row over the plugin's TCP path
     local out
-    out=$("$HARNESS" --plugin "$PLUGIN" --version 11 --case bench --netns strata-r0,strata-r1 \
+    out=$(timeout $((secs + 60)) "$HARNESS" --plugin "$PLUGIN" --version 11 --case bench --netns strata-r0,strata-r1 \
             --regions r0,"$2" --size 4194304 --window "$WINDOW" --seconds "$secs" \
-            --env STRATA_WAN_STREAMS="$3" 2>/dev/null | grep '^bench')
+            --env STRATA_WAN_STREAMS="$3" --env STRATA_NET_INTRA=tcp 2>/dev/null | grep '^bench') ||
+      { printf '%-44s failed\n' "$1"; return 0; }
     printf '%-44s %8.1f Mbit/s\n' "$1" "$(python3 -c "print($(echo "$out" | gbits)*1000)")"
   }
-  run "direct (same region)" r0 1
+  run "direct (same region, plugin TCP)" r0 1
   run "striped, 1 stream" r1 1
   run "striped, 4 streams" r1 4
   run "striped, 8 streams" r1 8
