@@ -173,11 +173,12 @@ void print_measured(const topology::Selector& sel, const collectives::Group& wor
     std::printf("\n(* = prediction off by more than 25%%)\nthe plan, %d ranks: measured / predicted median %.2f (%.2f-%.2f) over %zu size(s)\n", p,
                 median(plan_ratios), plan_ratios.front(), plan_ratios.back(), plan_ratios.size());
   }
+  const char* legend = plan_ratios.empty() ? "\n(* = prediction off by more than 25%)\n" : "";  // printed once
   if (pick_tally.cases == 0) {
     if (plan_ratios.empty()) std::printf("\nno measured case for %d ranks\n", p);
     return;
   }
-  std::printf("\n(* = prediction off by more than 25%%)\n%d ranks, choice quality\n  %s\n  %s\n", p,
+  std::printf("%s%d ranks, choice quality\n  %s\n  %s\n", legend, p,
               pick_tally.line("selector's pick, forced runs").c_str(), threshold_tally.line("fixed threshold").c_str());
   if (auto_tally.cases) std::printf("  %s\n", auto_tally.line("automatic runs (the library choosing)").c_str());
   for (const auto& m : misses) std::printf("  miss: %s\n", m.c_str());

@@ -96,16 +96,15 @@ try:
 except Exception:
     print("nan")'
 }
+pct() { python3 -c "print(f'{float(\"$1\"):.2f}')"; }
 for dir in "0 1 2.0" "1 0 0.0"; do
   read -r i j want <<<"$dir"
-  if [[ $want == 0.0 ]]; then ok="%s < 0.3"; else ok="abs(%s - $want) <= 0.6"; fi
+  if [[ $want == 0.0 ]]; then ok="x < 0.3"; else ok="abs(x - $want) <= 0.6"; fi
   lost=$(udp_loss "$i" "$j") tries=""
-  # shellcheck disable=SC2059  # ok is the check's format
-  if ! python3 -c "import sys; nan=float('nan'); sys.exit(0 if ($(printf "$ok" "$lost")) else 1)"; then
-    tries="first run $(python3 -c "print(f'{float(\"$lost\"):.2f}')")%, again: "
+  if ! python3 -c "import sys; x = float('$lost'); sys.exit(0 if $ok else 1)"; then
+    tries="first run $(pct "$lost")%, again: "
     lost=$(udp_loss "$i" "$j")
   fi
-  verdict "loss $i->$j" "$(printf "$ok" "float('$lost')")" \
-    "UDP loss ${tries}$(python3 -c "print(f'{float(\"$lost\"):.2f}')")%, the lab applies $want%"
+  verdict "loss $i->$j" "(lambda x: $ok)(float('$lost'))" "UDP loss ${tries}$(pct "$lost")%, the lab applies $want%"
 done
 exit $failed
