@@ -106,14 +106,15 @@ PairResult initiate(transport::Transport& t, const ProbePair& p, std::size_t ind
   // Bandwidth: messages doubling from 1 KiB while the next one's round trip, as the last
   // one predicts it, fits in what is left of the budget; then the largest that fits,
   // again. A fast link climbs to 1 MiB; a slow or far one stops at what its budget
-  // allows (a 1 MiB round trip at 100 kbit/s takes 170 s). Across regions one rung at
-  // least, where bandwidth differs most from pair to pair and orders the region ring, if
-  // one more round trip fits in what is left: on a far link whose round trip is the
-  // budget's size, a 1 KiB rung shows its bandwidth only when that bandwidth is so low
-  // that the rung alone takes several budgets (100 kbit/s: 160 ms each way), and there
-  // the WAN link's own measure of its streams takes over once calls run (wan_path).
+  // allows (a 1 MiB round trip at 100 kbit/s takes 170 s). One rung at least whenever one
+  // more round trip fits in what is left, on every class: a small round trip slowed by a
+  // loaded host once left a loopback pair past half its share with no bandwidth figure.
+  // Where it does not fit (a far link whose round trip is the share's size), a 1 KiB rung
+  // would show bandwidth only where that is so low that the rung alone takes several
+  // budgets (100 kbit/s: 160 ms each way); across regions the WAN link's own measure of
+  // its streams takes over once calls run (wan_path).
   std::size_t rung = kLadder, measured_rung = 0;
-  const bool climb = elapsed() < budget * 0.5 || (p.cls == LinkClass::wan && est_small < (budget - elapsed()).count());
+  const bool climb = est_small < (budget - elapsed()).count();
   while (climb && static_cast<int>(large.size()) < kMaxLarge && (measured_rung == 0 || elapsed() < budget)) {
     const double rt = round_trip(t, p.to, tag, out, in, rung, deadline);
     if (rung != measured_rung) large.clear();  // β from the largest rung alone
