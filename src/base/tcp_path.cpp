@@ -48,7 +48,8 @@ std::string tune_path(int fd, const PathTuning& t) {
   char cc[16] = {};
   socklen_t len = sizeof cc;
   // BBR keeps its rate across idle time; the others fall back to their initial window.
-  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &len) == 0 && std::strncmp(cc, "bbr", 3) != 0 &&
+  if (!t.fits_initial_window && ::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &len) == 0 &&
+      std::strncmp(cc, "bbr", 3) != 0 &&
       read_line("/proc/sys/net/ipv4/tcp_slow_start_after_idle") == "1")
     add(notes, std::string("'") + cc +
                    "' with net.ipv4.tcp_slow_start_after_idle=1 starts over from its initial window whenever "

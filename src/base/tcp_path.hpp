@@ -24,6 +24,9 @@ struct PathTuning {
   std::string congestion = "bbr";              // TCP_CONGESTION; "" keeps the kernel's default
   std::chrono::microseconds rto_min{10000};    // TCP_RTO_MIN_US (Linux 6.15+); 0 keeps the kernel's
   int buffer = 0;                              // SO_SNDBUF and SO_RCVBUF; 0: the kernel's autotuning
+  // Its messages fit the initial window (the WAN link's latency lane): a window that
+  // restarts after idle costs them nothing, so that is not worth a warning.
+  bool fits_initial_window = false;
 };
 
 // Applies `t` to a TCP socket, best effort: what the kernel refuses stays as it was.

@@ -65,6 +65,7 @@ wan::WanOptions wan_options() {
   } else {
     o.streams = 4;
   }
+  o.latency_streams = static_cast<int>(config::get(config::wan_latency_streams));
   o.unexpected_bytes = static_cast<std::size_t>(config::get(config::unexpected_bytes));
   o.send_buffer = static_cast<std::size_t>(config::get(config::wan_send_buffer));
   const double timeout_s = config::get(config::timeout_s);

@@ -15,8 +15,13 @@ constexpr auto kSampleEvery = std::chrono::milliseconds(20);
 constexpr auto kRateWindow = std::chrono::seconds(10);
 }  // namespace
 
-void WanTransport::tune(int fd) {
-  const std::string notes = net::tune_path(fd, opt_.tuning);
+void WanTransport::tune(int fd, bool latency) {
+  net::PathTuning t = opt_.tuning;
+  if (latency) {
+    t.congestion = opt_.latency_congestion;
+    t.fits_initial_window = true;
+  }
+  const std::string notes = net::tune_path(fd, t);
   if (!notes.empty() && !told_tuning_) {
     told_tuning_ = true;
     log::warn("WAN link streams: " + notes);

@@ -33,10 +33,10 @@ void WanTransport::read_hello(SocketPtr sock) {
     std::memcpy(h, payload.data(), sizeof h);
     boost::system::error_code ignored;
     if (aborted()) return sock->close(ignored);
-    if (h[0] >= static_cast<std::uint32_t>(size()) || h[1] >= static_cast<std::uint32_t>(opt_.streams)) {
+    if (h[0] >= static_cast<std::uint32_t>(size()) || h[1] >= static_cast<std::uint32_t>(opt_.all_streams())) {
       gate_.refuse(bootstrap::auth::Gate::peer_of(*sock), "it claims rank " + std::to_string(h[0]) + ", stream " +
                    std::to_string(h[1]) + " (this link has " + std::to_string(size()) + " ranks, " +
-                   std::to_string(opt_.streams) + " streams per peer)");
+                   std::to_string(opt_.all_streams()) + " streams per peer)");
       return sock->close(ignored);
     }
     const int peer = static_cast<int>(h[0]), s = static_cast<int>(h[1]);
@@ -280,7 +280,7 @@ void WanTransport::unstage(InMsg& m) {
 
 void WanTransport::resume_stalled() {
   for (int p = 0; p < size(); ++p)
-    for (int s = 0; s < opt_.streams; ++s) {
+    for (int s = 0; s < opt_.all_streams(); ++s) {
       auto& st = in_[static_cast<std::size_t>(p)].streams[static_cast<std::size_t>(s)];
       if (!st.stalled || !st.sock) continue;
       st.stalled = false;

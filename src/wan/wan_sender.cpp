@@ -49,7 +49,7 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   if (!o.failed.empty()) return;
   for (std::size_t s = 0; s < o.streams.size(); ++s) {
     auto& st = o.streams[s];
-    if (st.sock || o.departing || (o.pending.empty() && st.q.empty())) continue;
+    if (st.sock || o.departing || (o.pending[lane_of_stream(s)].empty() && st.q.empty())) continue;
     if (st.down && now - st.down_since > opt_.reconnect_for)
       return fail_peer(peer, "stream " + std::to_string(s) + " could not be restored within " +
                                  std::to_string(opt_.reconnect_for.count()) + " ms (last: " + st.last_error + ")");
@@ -59,15 +59,24 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   schedule(peer);
 }
 
+WanTransport::Lane WanTransport::lane_of(std::size_t bytes) const {
+  const auto bulk = static_cast<std::size_t>(opt_.streams);
+  if (opt_.latency_streams > 0 && bytes <= opt_.latency_bytes())
+    return Lane{1, bulk, bulk + static_cast<std::size_t>(opt_.latency_streams)};
+  return Lane{0, 0, bulk};
+}
+
 std::size_t WanTransport::stripe_of(std::size_t bytes) const {
-  // A small message is cut over every stream: a stream whose congestion control paces it
-  // (BBR, at the rate the stream has seen so far) sends a few packets at once and the rest
-  // a pacing interval apart, so a 16 KiB message on one stream of a path that had carried
-  // little waited tens of ms. Not below 4 KiB (three segments, what a paced stream sends at
-  // once); larger messages keep whole stripes, which bound frames per byte.
+  // A small message is cut over every stream of its lane: a stream whose congestion
+  // control paces it (BBR, at the rate the stream has seen so far) sends a few packets at
+  // once and the rest a pacing interval apart, so a 16 KiB message on one stream of a path
+  // that had carried little waited tens of ms. Not below 4 KiB (three segments, what a
+  // paced stream sends at once); larger messages keep whole stripes, which bound frames
+  // per byte.
   constexpr std::size_t kLeast = 4096, kSmall = 256u << 10;
   if (bytes > kSmall) return opt_.stripe_bytes;
-  const auto streams = static_cast<std::size_t>(opt_.streams);
+  const Lane lane = lane_of(bytes);
+  const std::size_t streams = lane.end - lane.begin;
   return std::clamp((bytes + streams - 1) / streams, kLeast, std::max(kLeast, opt_.stripe_bytes));
 }
 
@@ -95,7 +104,8 @@ void WanTransport::drain_owned(std::chrono::milliseconds limit) {
   // what its kernel had not sent yet (a message striped over every stream then lost a
   // stripe to a rank that left right after sending).
   auto unacked = [](const Outbound& o) {
-    if (!o.pending.empty()) return true;
+    for (const auto& lane : o.pending)
+      if (!lane.empty()) return true;
     for (const auto& st : o.streams)
       if (!st.q.empty()) return true;
     return false;
@@ -122,32 +132,40 @@ void WanTransport::schedule(int peer) {
   auto& o = out_[static_cast<std::size_t>(peer)];
   if (!o.failed.empty() || aborted()) return;
   const auto now = Clock::now();
-  std::vector<link::StreamLoad> loads(o.streams.size());
-  while (!o.pending.empty()) {
-    PendingSend& ps = o.pending.front();
-    const std::size_t len = std::min(ps.req->stripe, ps.req->size - ps.next_offset);
-    for (std::size_t i = 0; i < o.streams.size(); ++i) {
-      const auto& st = o.streams[i];
-      // Ready while less than a stripe waits unwritten: small messages queue up and leave
-      // in one gathered write, large stripes are handed out one at a time as streams drain.
-      const std::size_t unwritten = st.q.unwritten_payload();
-      const bool ready = st.connected && st.q.unwritten() < kMaxBatch &&
-                         (unwritten == 0 || unwritten + len <= opt_.stripe_bytes);
-      loads[i] = link::StreamLoad{ready, st.q.unacked_bytes()};
+  std::vector<link::StreamLoad> loads;
+  // Lane by lane, so a small message overtakes the stripes of a large one still waiting
+  // for a stream (the receiver matches messages in id order whatever their lane).
+  for (std::size_t lane = o.pending.size(); lane-- > 0;) {
+    auto& pending = o.pending[lane];
+    while (!pending.empty()) {
+      PendingSend& ps = pending.front();
+      const Lane streams = lane_of(ps.req->size);
+      const std::size_t len = std::min(ps.req->stripe, ps.req->size - ps.next_offset);
+      loads.resize(streams.end - streams.begin);
+      for (std::size_t i = 0; i < loads.size(); ++i) {
+        const auto& st = o.streams[streams.begin + i];
+        // Ready while less than a stripe waits unwritten: small messages queue up and leave
+        // in one gathered write, large stripes are handed out one at a time as streams drain.
+        const std::size_t unwritten = st.q.unwritten_payload();
+        const bool ready = st.connected && st.q.unwritten() < kMaxBatch &&
+                           (unwritten == 0 || unwritten + len <= opt_.stripe_bytes);
+        loads[i] = link::StreamLoad{ready, st.q.unacked_bytes()};
+      }
+      const int picked = link::pick_stream(loads, len, opt_.window);
+      if (picked < 0) break;
+      if (!o.bucket.take(double(len + link::kHeaderBytes), now, &o.rate_ready)) {
+        next_due_ = std::min(next_due_, o.rate_ready);
+        return;
+      }
+      const int pick = static_cast<int>(streams.begin) + picked;
+      auto& st = o.streams[static_cast<std::size_t>(pick)];
+      const link::FrameHeader h = link::stripe(ps.msg_id, ps.next_offset, ps.req->size, ps.req->tag, len);
+      const char* payload = ps.req->source() + ps.next_offset;
+      st.q.push(h, payload, link::crc32c(payload, len), ps.req);
+      ps.next_offset += len;
+      if (ps.next_offset >= ps.req->size) pending.pop_front();
+      write(peer, pick);
     }
-    const int pick = link::pick_stream(loads, len, opt_.window);
-    if (pick < 0) break;
-    if (!o.bucket.take(double(len + link::kHeaderBytes), now, &o.rate_ready)) {
-      next_due_ = std::min(next_due_, o.rate_ready);
-      break;
-    }
-    auto& st = o.streams[static_cast<std::size_t>(pick)];
-    const link::FrameHeader h = link::stripe(ps.msg_id, ps.next_offset, ps.req->size, ps.req->tag, len);
-    const char* payload = ps.req->source() + ps.next_offset;
-    st.q.push(h, payload, link::crc32c(payload, len), ps.req);
-    ps.next_offset += len;
-    if (ps.next_offset >= ps.req->size) o.pending.pop_front();
-    write(peer, pick);
   }
 }
 
@@ -163,7 +181,7 @@ void WanTransport::connect(int peer, int s) {
   auto& raw = sock->lowest_layer();
   raw.open(ep.protocol(), ec);
   // Before connecting, so the window scale negotiated in the handshake allows the buffers.
-  if (!ec) tune(raw.native_handle());
+  if (!ec) tune(raw.native_handle(), lane_of_stream(static_cast<std::size_t>(s)) == 1);
   raw.async_connect(ep, [this, peer, s, sock](boost::system::error_code ec) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
@@ -354,8 +372,10 @@ void WanTransport::fail_peer(int peer, const std::string& why) {
   if (!o.failed.empty()) return;
   o.failed = why;
   const std::string msg = "rank " + std::to_string(peer) + ": " + why;
-  for (auto& p : o.pending) p.req->fail(msg);
-  o.pending.clear();
+  for (auto& lane : o.pending) {
+    for (auto& p : lane) p.req->fail(msg);
+    lane.clear();
+  }
   early_total_.fetch_sub(o.early_sends, std::memory_order_relaxed);
   o.early_sends = 0;
   o.owned_bytes = 0;  // the copies go with their frames

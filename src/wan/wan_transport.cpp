@@ -22,6 +22,7 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
       rng_(std::random_device{}() ^ static_cast<std::uint64_t>(rank)),
       buffers_(opt_.send_buffer) {
   if (opt_.streams < 1) throw InvalidArgument("wan transport: need at least one stream");
+  if (opt_.latency_streams < 0) throw InvalidArgument("wan transport: a negative count of latency streams");
   if (opt_.emulation.window) {
     opt_.window = opt_.emulation.window;
     // A stripe larger than the window could only ever travel alone.
@@ -30,11 +31,11 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
   opt_.stripe_bytes = std::max<std::size_t>(opt_.stripe_bytes, 4096);
   const auto now = Clock::now();
   const double rate = opt_.emulation.rate_bytes_per_s;
-  if (opt_.streams > kMaxStreams)
+  if (opt_.all_streams() > kMaxStreams)
     throw InvalidArgument("wan transport: at most " + std::to_string(kMaxStreams) + " streams per peer");
-  for (auto& i : in_) i.streams.resize(static_cast<std::size_t>(opt_.streams));
+  for (auto& i : in_) i.streams.resize(static_cast<std::size_t>(opt_.all_streams()));
   for (auto& o : out_) {
-    o.streams.resize(static_cast<std::size_t>(opt_.streams));
+    o.streams.resize(static_cast<std::size_t>(opt_.all_streams()));
     if (rate > 0)
       o.bucket = TokenBucket(rate, std::max<double>(rate * 0.005, double(opt_.stripe_bytes + link::kHeaderBytes)), now);
   }
@@ -82,7 +83,7 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
     early_total_.fetch_add(1, std::memory_order_relaxed);
     req->complete(bytes);
   }
-  out.pending.push_back(PendingSend{req, out.next_msg_id++, 0});
+  out.pending[lane_of(bytes).index].push_back(PendingSend{req, out.next_msg_id++, 0});
   count(payload_sent_, bytes);
   next_due_ = Clock::time_point::min();  // the next progress() schedules it
   return req;
@@ -117,7 +118,7 @@ RequestPtr WanTransport::irecv(int peer, Tag tag, void* buf, std::size_t capacit
   if (!m) {
     in.posted.push(tag, req);
     // A stream may be stalled on this receive's message: let it look again.
-    for (int s = 0; s < opt_.streams; ++s) {
+    for (int s = 0; s < opt_.all_streams(); ++s) {
       auto& st = in.streams[static_cast<std::size_t>(s)];
       if (!st.stalled || !st.sock) continue;
       st.stalled = false;
@@ -209,8 +210,10 @@ void WanTransport::apply_abort() {
   abort_applied_ = true;
   const std::string why = abort_reason();
   for (auto& o : out_) {
-    for (auto& p : o.pending) p.req->fail(why);
-    o.pending.clear();
+    for (auto& lane : o.pending) {
+      for (auto& p : lane) p.req->fail(why);
+      lane.clear();
+    }
     for (auto& s : o.streams) {
       s.q.clear([&](const ReqPtr& req) { req->fail(why); });
     }

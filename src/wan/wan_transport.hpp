@@ -22,6 +22,7 @@
 // said goodbye or closed with no acknowledgement held.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -135,8 +136,8 @@ class WanTransport : public transport::AsioTransport {
     std::size_t next_offset = 0;
   };
   struct Outbound {
-    std::vector<OutStream> streams;
-    std::deque<PendingSend> pending;
+    std::vector<OutStream> streams;  // the bulk lane's, then the latency lane's
+    std::array<std::deque<PendingSend>, 2> pending;  // by lane (Lane::index), each in id order
     std::uint64_t next_msg_id = 0;
     std::string failed;
     bool departing = false;  // the peer said goodbye: broken streams are not reconnected
@@ -155,8 +156,9 @@ class WanTransport : public transport::AsioTransport {
   // Reads its busy streams' TCP_INFO every kSampleEvery and publishes what path() tells.
   void sample_paths(Clock::time_point now);
   transport::PathFigures compute_path() const;
-  // Sets a stream's TCP up (net::tune_path), telling once what the kernel refused.
-  void tune(int fd);
+  // Sets a stream's TCP up (net::tune_path), a latency stream's with its own congestion
+  // control, telling once what the kernel refused.
+  void tune(int fd, bool latency = false);
 
   // ---- receiving (wan_receiver.cpp)
   static constexpr std::uint32_t kMaxStripe = 64u << 20;  // the longest frame a peer may announce
@@ -216,8 +218,15 @@ class WanTransport : public transport::AsioTransport {
   // Whether isend copies `bytes` for `peer` and completes at once: the copy must fit the
   // peer's send buffer and cost less than the round trip it saves.
   bool worth_owning(const Outbound& o, std::size_t bytes) const;
-  // The stripe length of a message of `bytes`: up to 256 KiB spread over every stream (at
-  // least 4 KiB a stripe), larger ones in options().stripe_bytes.
+  // The streams a message of `bytes` travels on, [begin, end) of Outbound::streams: the
+  // latency lane up to options().latency_bytes(), the bulk lane beyond.
+  struct Lane {
+    std::size_t index = 0, begin = 0, end = 0;
+  };
+  Lane lane_of(std::size_t bytes) const;
+  std::size_t lane_of_stream(std::size_t s) const { return s < static_cast<std::size_t>(opt_.streams) ? 0 : 1; }
+  // The stripe length of a message of `bytes`: up to 256 KiB spread over every stream of
+  // its lane (at least 4 KiB a stripe), larger ones in options().stripe_bytes.
   std::size_t stripe_of(std::size_t bytes) const;
   // Before closing: waits, at most `limit`, until every frame written (a completed send's
   // copy or not) is acknowledged, giving up on a peer whose streams break or who left.

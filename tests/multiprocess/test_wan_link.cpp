@@ -61,6 +61,55 @@ TEST(WanLink, ThreeRanksExchangeRandomData) {
 
 // A stream dropped after a few frames is reconnected and its unacknowledged frames
 // resent; the receiver drops the duplicates, and every message arrives intact.
+// Small messages go on the latency lane's streams, larger ones on the bulk lane's, and a
+// small send overtakes a large one still waiting for a stream: receives must still match
+// in the order of the sends under one tag (the seam's FIFO per source and tag), whether
+// they were posted before the bytes came or after, at and around the lane's limit.
+TEST(WanLink, LanesKeepTheOrderOfSendsPerTag) {
+  WanOptions opt;
+  opt.streams = 2;
+  opt.latency_streams = 2;
+  const std::size_t limit = opt.latency_bytes();
+  const std::vector<std::size_t> sizes = {3u << 20, 1, limit, limit + 1, 0, (1u << 20) + 5, 7, limit - 1, 9000};
+  const std::size_t most = *std::max_element(sizes.begin(), sizes.end());
+  const auto rs = run_ranks(2, opt, [&](transport::Transport& t, bootstrap::Store& s) {
+    const int me = t.rank(), peer = 1 - me;
+    for (int round = 0; round < 2; ++round) {
+      const bool posted_first = round == 0;
+      std::vector<Bytes> out, in(sizes.size(), Bytes(most, 0xEE));
+      std::vector<transport::RequestPtr> sends, recvs;
+      auto post = [&] {
+        for (std::size_t i = 0; i < sizes.size(); ++i) recvs.push_back(t.irecv(peer, 3, in[i].data(), most));
+      };
+      if (posted_first) post();
+      barrier(s, me, 2, "posted" + std::to_string(round));
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        out.push_back(random_bytes(me, peer, sizes[i], std::uint64_t(round) * 100 + i));
+        sends.push_back(t.isend(peer, 3, out.back().data(), sizes[i]));
+      }
+      if (!posted_first) {
+        // Let every message arrive unexpected before its receive is posted.
+        require(transport::settle(t, transport::Clock::now() + kWaitBudget), "sends not acknowledged in time");
+        barrier(s, me, 2, "sent" + std::to_string(round));
+        post();
+      }
+      std::vector<transport::RequestPtr> all = sends;
+      all.insert(all.end(), recvs.begin(), recvs.end());
+      require(transport::wait_all(t, all, transport::Clock::now() + kWaitBudget), "timed out");
+      require(transport::settle(t, transport::Clock::now() + kWaitBudget), "sends not acknowledged in time");
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const std::string what = "round " + std::to_string(round) + ", receive " + std::to_string(i);
+        require(recvs[i]->bytes() == sizes[i], what + ": got " + std::to_string(recvs[i]->bytes()) + " bytes, want " +
+                                                   std::to_string(sizes[i]) + " (out of order)");
+        const Bytes want = random_bytes(peer, me, sizes[i], std::uint64_t(round) * 100 + i);
+        require(std::equal(want.begin(), want.end(), in[i].begin()), what + ": payload differs");
+      }
+    }
+    barrier(s, me, 2, "done");
+  });
+  EXPECT_EQ(test::failures(rs), "");
+}
+
 TEST(WanLink, StreamCutMidTransferLosesNothing) {
   WanOptions opt;
   opt.stripe_bytes = 64u << 10;
