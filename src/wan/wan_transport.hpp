@@ -1,8 +1,11 @@
 // The inter-region link: a Transport over K parallel TCP streams per peer pair.
 //
 // Each rank sends on streams it opened and receives on streams it accepted; the receiver
-// writes cumulative acks back on the stream a frame came in on. Messages are cut into
-// stripes handed to the least-loaded stream (striping.hpp); every frame carries a
+// writes cumulative acks back on the stream a frame came in on. Two lanes of streams: the
+// bulk lane's K, and a few latency streams of their own for small messages (options'
+// latency_streams, under CUBIC), so a small call neither queues behind bulk stripes nor
+// is paced by a BBR that has only seen small messages. Messages are cut into stripes
+// handed to the least-loaded stream of their lane (striping.hpp); every frame carries a
 // per-stream sequence number and a CRC32C (frame.hpp). A sender keeps each frame until
 // it is acknowledged, so when a stream breaks (error, EOF, CRC mismatch, emulated loss)
 // it reconnects that stream with exponential backoff and resends; the receiver drops
