@@ -139,9 +139,11 @@ std::vector<RankResult> through_a_middlebox(const char* keepalive_s, NetnsPair::
     ::setenv("STRATA_KEEPALIVE_S", keepalive_s, 1);
     ::setenv("STRATA_DEBUG", "INFO", 1);
     ::setenv("STRATA_JOB_SECRET", "middlebox test", 1);
-    // One stream per peer: with several, each stream idle past the middlebox's timeout
+    // One stream per peer, and no latency lane beside it (these steps' 8 KB messages would
+    // go on its two streams): with several, each stream idle past the middlebox's timeout
     // costs a stall of its own at its next use (STRATA_KEEPALIVE_S keeps them all).
     ::setenv("STRATA_WAN_STREAMS", "1", 1);
+    ::setenv("STRATA_WAN_LATENCY_STREAMS", "0", 1);
     CommOptions o;
     o.transport = TransportKind::tcp;
     o.timeout = 30s;
