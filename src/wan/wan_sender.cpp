@@ -49,7 +49,9 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   if (!o.failed.empty()) return;
   for (std::size_t s = 0; s < o.streams.size(); ++s) {
     auto& st = o.streams[s];
-    if (st.sock || o.departing || (o.pending[lane_of_stream(s)].empty() && st.q.empty())) continue;
+    // Both lanes' streams are dialled at a first send of either: a lane first used later
+    // would pay its connection set-up inside a call (or a probe's round trip).
+    if (st.sock || o.departing || (o.pending[0].empty() && o.pending[1].empty() && st.q.empty())) continue;
     if (st.down && now - st.down_since > opt_.reconnect_for)
       return fail_peer(peer, "stream " + std::to_string(s) + " could not be restored within " +
                                  std::to_string(opt_.reconnect_for.count()) + " ms (last: " + st.last_error + ")");
