@@ -51,7 +51,7 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
     auto& st = o.streams[s];
     // Both lanes' streams are dialled at a first send of either: a lane first used later
     // would pay its connection set-up inside a call (or a probe's round trip).
-    if (st.sock || o.departing || (o.pending[0].empty() && o.pending[1].empty() && st.q.empty())) continue;
+    if (st.sock || o.departing || (!o.has_pending() && st.q.empty())) continue;
     if (st.down && now - st.down_since > opt_.reconnect_for)
       return fail_peer(peer, "stream " + std::to_string(s) + " could not be restored within " +
                                  std::to_string(opt_.reconnect_for.count()) + " ms (last: " + st.last_error + ")");
@@ -61,11 +61,9 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   schedule(peer);
 }
 
-WanTransport::Lane WanTransport::lane_of(std::size_t bytes) const {
+WanTransport::Lane WanTransport::lane(std::size_t index) const {
   const auto bulk = static_cast<std::size_t>(opt_.streams);
-  if (opt_.latency_streams > 0 && bytes <= opt_.latency_bytes())
-    return Lane{1, bulk, bulk + static_cast<std::size_t>(opt_.latency_streams)};
-  return Lane{0, 0, bulk};
+  return index == kLatency ? Lane{bulk, bulk + static_cast<std::size_t>(opt_.latency_streams)} : Lane{0, bulk};
 }
 
 std::size_t WanTransport::stripe_of(std::size_t bytes) const {
@@ -77,8 +75,8 @@ std::size_t WanTransport::stripe_of(std::size_t bytes) const {
   // per byte.
   constexpr std::size_t kLeast = 4096, kSmall = 256u << 10;
   if (bytes > kSmall) return opt_.stripe_bytes;
-  const Lane lane = lane_of(bytes);
-  const std::size_t streams = lane.end - lane.begin;
+  const Lane l = lane(lane_of(bytes));
+  const std::size_t streams = l.end - l.begin;
   return std::clamp((bytes + streams - 1) / streams, kLeast, std::max(kLeast, opt_.stripe_bytes));
 }
 
@@ -106,8 +104,7 @@ void WanTransport::drain_owned(std::chrono::milliseconds limit) {
   // what its kernel had not sent yet (a message striped over every stream then lost a
   // stripe to a rank that left right after sending).
   auto unacked = [](const Outbound& o) {
-    for (const auto& lane : o.pending)
-      if (!lane.empty()) return true;
+    if (o.has_pending()) return true;
     for (const auto& st : o.streams)
       if (!st.q.empty()) return true;
     return false;
@@ -135,15 +132,15 @@ void WanTransport::schedule(int peer) {
   if (!o.failed.empty() || aborted()) return;
   const auto now = Clock::now();
   std::vector<link::StreamLoad> loads;
-  // Lane by lane, so a small message overtakes the stripes of a large one still waiting
-  // for a stream (the receiver matches messages in id order whatever their lane).
-  for (std::size_t lane = o.pending.size(); lane-- > 0;) {
-    auto& pending = o.pending[lane];
+  // The latency lane first, so a small message overtakes the stripes of a large one still
+  // waiting for a stream (the receiver matches messages in id order whatever their lane).
+  for (const std::size_t index : {kLatency, kBulk}) {
+    auto& pending = o.pending[index];
+    const Lane streams = lane(index);
+    loads.resize(streams.end - streams.begin);
     while (!pending.empty()) {
       PendingSend& ps = pending.front();
-      const Lane streams = lane_of(ps.req->size);
       const std::size_t len = std::min(ps.req->stripe, ps.req->size - ps.next_offset);
-      loads.resize(streams.end - streams.begin);
       for (std::size_t i = 0; i < loads.size(); ++i) {
         const auto& st = o.streams[streams.begin + i];
         // Ready while less than a stripe waits unwritten: small messages queue up and leave
@@ -183,7 +180,7 @@ void WanTransport::connect(int peer, int s) {
   auto& raw = sock->lowest_layer();
   raw.open(ep.protocol(), ec);
   // Before connecting, so the window scale negotiated in the handshake allows the buffers.
-  if (!ec) tune(raw.native_handle(), lane_of_stream(static_cast<std::size_t>(s)) == 1);
+  if (!ec) tune(raw.native_handle(), lane_of_stream(static_cast<std::size_t>(s)) == kLatency);
   raw.async_connect(ep, [this, peer, s, sock](boost::system::error_code ec) {
     auto& t = out_[static_cast<std::size_t>(peer)].streams[static_cast<std::size_t>(s)];
     if (sock != t.sock) return;
@@ -374,10 +371,7 @@ void WanTransport::fail_peer(int peer, const std::string& why) {
   if (!o.failed.empty()) return;
   o.failed = why;
   const std::string msg = "rank " + std::to_string(peer) + ": " + why;
-  for (auto& lane : o.pending) {
-    for (auto& p : lane) p.req->fail(msg);
-    lane.clear();
-  }
+  o.fail_pending(msg);
   early_total_.fetch_sub(o.early_sends, std::memory_order_relaxed);
   o.early_sends = 0;
   o.owned_bytes = 0;  // the copies go with their frames

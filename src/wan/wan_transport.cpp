@@ -83,7 +83,7 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
     early_total_.fetch_add(1, std::memory_order_relaxed);
     req->complete(bytes);
   }
-  out.pending[lane_of(bytes).index].push_back(PendingSend{req, out.next_msg_id++, 0});
+  out.pending[lane_of(bytes)].push_back(PendingSend{req, out.next_msg_id++, 0});
   count(payload_sent_, bytes);
   next_due_ = Clock::time_point::min();  // the next progress() schedules it
   return req;
@@ -210,10 +210,7 @@ void WanTransport::apply_abort() {
   abort_applied_ = true;
   const std::string why = abort_reason();
   for (auto& o : out_) {
-    for (auto& lane : o.pending) {
-      for (auto& p : lane) p.req->fail(why);
-      lane.clear();
-    }
+    o.fail_pending(why);
     for (auto& s : o.streams) {
       s.q.clear([&](const ReqPtr& req) { req->fail(why); });
     }

@@ -140,7 +140,7 @@ class WanTransport : public transport::AsioTransport {
   };
   struct Outbound {
     std::vector<OutStream> streams;  // the bulk lane's, then the latency lane's
-    std::array<std::deque<PendingSend>, 2> pending;  // by lane (Lane::index), each in id order
+    std::array<std::deque<PendingSend>, 2> pending;  // by lane (kBulk, kLatency), each in id order
     std::uint64_t next_msg_id = 0;
     std::string failed;
     bool departing = false;  // the peer said goodbye: broken streams are not reconnected
@@ -153,6 +153,14 @@ class WanTransport : public transport::AsioTransport {
     // yet): the path's round trip without the queue of this rank's own bytes, which is
     // what a send that waits for its acknowledgement pays beyond its bytes.
     std::chrono::nanoseconds min_rtt{0};
+
+    bool has_pending() const { return !pending[0].empty() || !pending[1].empty(); }
+    void fail_pending(const std::string& why) {
+      for (auto& lane : pending) {
+        for (auto& p : lane) p.req->fail(why);
+        lane.clear();
+      }
+    }
   };
 
   // ---- the path (wan_path.cpp)
@@ -223,11 +231,15 @@ class WanTransport : public transport::AsioTransport {
   bool worth_owning(const Outbound& o, std::size_t bytes) const;
   // The streams a message of `bytes` travels on, [begin, end) of Outbound::streams: the
   // latency lane up to options().latency_bytes(), the bulk lane beyond.
+  static constexpr std::size_t kBulk = 0, kLatency = 1;
   struct Lane {
-    std::size_t index = 0, begin = 0, end = 0;
+    std::size_t begin = 0, end = 0;
   };
-  Lane lane_of(std::size_t bytes) const;
-  std::size_t lane_of_stream(std::size_t s) const { return s < static_cast<std::size_t>(opt_.streams) ? 0 : 1; }
+  Lane lane(std::size_t index) const;
+  std::size_t lane_of(std::size_t bytes) const {
+    return opt_.latency_streams > 0 && bytes <= opt_.latency_bytes() ? kLatency : kBulk;
+  }
+  std::size_t lane_of_stream(std::size_t s) const { return s < static_cast<std::size_t>(opt_.streams) ? kBulk : kLatency; }
   // The stripe length of a message of `bytes`: up to 256 KiB spread over every stream of
   // its lane (at least 4 KiB a stripe), larger ones in options().stripe_bytes.
   std::size_t stripe_of(std::size_t bytes) const;

@@ -59,8 +59,6 @@ TEST(WanLink, ThreeRanksExchangeRandomData) {
   EXPECT_EQ(test::failures(rs), "");
 }
 
-// A stream dropped after a few frames is reconnected and its unacknowledged frames
-// resent; the receiver drops the duplicates, and every message arrives intact.
 // Small messages go on the latency lane's streams, larger ones on the bulk lane's, and a
 // small send overtakes a large one still waiting for a stream: receives must still match
 // in the order of the sends under one tag (the seam's FIFO per source and tag), whether
@@ -110,6 +108,8 @@ TEST(WanLink, LanesKeepTheOrderOfSendsPerTag) {
   EXPECT_EQ(test::failures(rs), "");
 }
 
+// A stream dropped after a few frames is reconnected and its unacknowledged frames
+// resent; the receiver drops the duplicates, and every message arrives intact.
 TEST(WanLink, StreamCutMidTransferLosesNothing) {
   WanOptions opt;
   opt.stripe_bytes = 64u << 10;
