@@ -350,6 +350,7 @@ Figures agree_figures(const ProbeInputs& in, ProbeReport* report) {
       m.pairs.push_back(one->pairs.front());
     }
   rep.how = ProbeReport::How::probed;
+  rep.measuring_s = measuring;
   rep.measured = m;
   apply_measured(f, m, Source::probed);
   if (in.rank == 0 && max_age > 0) write_cache(path, key, m);

@@ -27,6 +27,9 @@ struct ProbeReport {
   How how = How::skipped;
   std::string why;          // skipped: the reason; cached: the file
   double seconds = 0;       // wall time this rank spent agreeing on figures
+  // What the budget bounds: this rank's own pairs' round trips after each pair's first
+  // (connection set-up and the store's exchanges are in `seconds` only).
+  double measuring_s = 0;
   double budget_s = 0;      // what probing was allowed (STRATA_PROBE_MS)
   topology::Measured measured;
 };

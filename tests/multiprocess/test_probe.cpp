@@ -74,9 +74,12 @@ TEST(Probe, EndsWithinItsBoundAndAllRanksAgree) {
     require(rep.how == ProbeReport::How::probed, "expected a fresh probe, got " + rep.why);
     // Same host and two hosts of one region: two pairs, each within its share.
     require(rep.measured.pairs.size() == 2, "pairs: " + std::to_string(rep.measured.pairs.size()));
-    // The bound is on the round trips; the rest (store reads, a last round trip past the
-    // budget) gets some slack on a loaded machine.
-    require(rep.seconds < kBudgetS + 0.3, "probing took " + std::to_string(rep.seconds) + " s");
+    // The budget bounds the round trips after each pair's first, which may pass it by one
+    // round trip at most (slack for that on a loaded machine). Connection set-up and the
+    // store's exchanges are outside it: under AddressSanitizer with the rest of CI running
+    // they once took the whole past that slack, so the whole gets a sanity bound only.
+    require(rep.measuring_s < kBudgetS + 0.3, "probing measured for " + std::to_string(rep.measuring_s) + " s");
+    require(rep.seconds < 10, "agreeing on figures took " + std::to_string(rep.seconds) + " s");
     for (const auto& p : rep.measured.pairs) {
       require(p.small_iters >= 1 && p.cost.alpha > 0, "no latency measured");
       require(p.beta_measured && p.cost.beta > 0, "no bandwidth measured on loopback");
