@@ -52,13 +52,13 @@ wan::WanOptions wan_options() {
   o.keepalive = o.sockets.keepalive;
   const std::int64_t streams = config::get(config::wan_streams);
   const std::int64_t bdp = config::get(config::wan_bdp_bytes);
-  // Two streams unless the path needs more windows than that: two rather than one, so a
-  // stream in loss recovery leaves another for the stripes (one stream at 1% loss across
-  // 50 ms: 1.83-1.93x the bound, two: 1.13-1.31x); no more, because every stream costs
-  // the hosts (and a path's routers) about one packet a millisecond whatever its rate (the
-  // kernel sizes a paced stream's bursts to a millisecond of its rate), and on the lab's
-  // 1 Gbit/s path four streams a peer spent 20% more system time and were slower: 1.14-
-  // 1.19x the bound against 1.10-1.12x, at 1% loss 1.22-1.76x against 1.13-1.31x.
+  // At least two from the path's BDP: a stream in loss recovery must leave another for the
+  // stripes (one stream at 1% loss across 50 ms: 1.83-1.93x the bound, two: 1.13-1.31x).
+  // Four when nothing is known. Which count is best depends on the rate (BENCHMARKS.md,
+  // 2026-12-04): at 1 Gbit/s two streams a peer were best (four cost 20% more system time:
+  // the kernel sends a paced stream's bytes in bursts of a millisecond of its rate, so
+  // every stream costs the hosts and routers about a packet a millisecond), at 150 Mbit/s
+  // four were (1.07-1.09x the bound against 1.15-1.22x).
   if (streams > 0) {
     o.streams = static_cast<int>(streams);
   } else if (bdp > 0) {
@@ -70,7 +70,7 @@ wan::WanOptions wan_options() {
                                                  : std::max(1.0, double(net::autotune_receive_max()) / 2);
     o.streams = static_cast<int>(std::clamp(std::ceil(double(bdp) / per_stream), 2.0, 16.0));
   } else {
-    o.streams = 2;
+    o.streams = 4;
   }
   o.latency_streams = static_cast<int>(config::get(config::wan_latency_streams));
   o.unexpected_bytes = static_cast<std::size_t>(config::get(config::unexpected_bytes));

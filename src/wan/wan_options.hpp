@@ -18,7 +18,7 @@ inline constexpr int kMaxStreams = 64;
 
 struct WanOptions {
   net::SocketSettings sockets;  // where it listens, the handshake's deadline
-  int streams = 2;  // bulk streams: every message beyond the latency lane's (link_settings.cpp: why two)
+  int streams = 4;  // bulk streams: every message beyond the latency lane's
   // Streams of their own for latency-bound messages (up to latency_bytes()), after the
   // bulk ones, under CUBIC: a small message must not queue behind a bulk stripe in a
   // socket buffer, nor be paced by a BBR that has only seen small messages (it stays in
