@@ -72,14 +72,12 @@ both=$(mktemp -d /tmp/strata-lab-check.XXXXXX)
 iperf 0 1 -P 4 -O 1 >"$both/fwd.json" &
 iperf 1 0 -P 4 -O 1 >"$both/rev.json"
 wait
-read -r fwd rev < <(python3 - "$both" <<'EOF'
-import json, sys
-def bps(f):
-    try: return json.load(open(f))["end"]["sum_received"]["bits_per_second"]
-    except Exception: return 0.0
-print(bps(sys.argv[1] + "/fwd.json"), bps(sys.argv[1] + "/rev.json"))
-EOF
-)
+received() {  # a run that did not report counts as 0
+  python3 -c 'import json,sys
+try: print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])
+except Exception: print(0.0)' "$1"
+}
+fwd=$(received "$both/fwd.json") rev=$(received "$both/rev.json")
 rm -rf -- "$both"
 # Told, not judged: on this 2-core host the four iperf3 processes and the router compete
 # for the cores, and one way once moved 450 Mbit/s where three runs before moved 953-955.
