@@ -7,8 +7,9 @@
 #           of RATE through the router (and what it moves both ways at once is told).
 # 2. delay: 3 regions with an uneven one-way matrix (5/15/30 ms, not symmetric) and ±1 ms
 #           jitter: each ordered pair's ping round trip must be the sum of its two ways
-#           (mean within 1 ms of it, every sample within the two ways' jitter and 3 ms of
-#           forwarding: a 2-core host running the router once held one sample 2.8 ms), and
+#           (median within -1/+1.5 ms of it, none below it by more than the two ways' jitter, and
+#           nine in ten within the jitter and 3 ms of forwarding: a 2-core host running the
+#           router under CI's load holds a sample now and then; the maximum is told), and
 #           UDP through a jittered path arrives in order (the router never reorders) and, but for
 #           what a loaded host drops (under 0.3%), complete.
 # 3. loss:  2 regions, 10 ms, 2% loss from region 0 to region 1 only: iperf3's UDP loss
@@ -24,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     --rate) RATE=$2; shift 2 ;;
     --min-share) SHARE=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "lab_check.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -89,10 +90,16 @@ M="0,5,15;7,0,30;20,25,0"
 for pair in "0 1" "0 2" "1 2"; do
   read -r i j <<<"$pair"
   want=$(python3 -c "m=[[float(c) for c in r.split(',')] for r in '$M'.split(';')]; print(m[$i][$j]+m[$j][$i])")
-  out=$(ip netns exec "strata-r$i" timeout 20 ping -q -c 20 -i 0.05 "10.77.0.$((j + 1))" | tail -1)
-  read -r mn avg mx md < <(sed -E 's/.*= ([0-9.]+)\/([0-9.]+)\/([0-9.]+)\/([0-9.]+) ms/\1 \2 \3 \4/' <<<"$out")
-  verdict "delay $i<->$j" "$mn >= $want - 2.2 and $mx <= $want + 5 and abs($avg - $want) <= 1.0" \
-    "ping round trip min/avg/max $mn/$avg/$mx ms; the matrix says $want ms, each way ±1 ms of jitter"
+  # Per-sample times, so the verdict rests on the median: under CI's load the router, a user
+  # process on 2 cores, once held two of twenty samples 5-6 ms and pulled the mean 1.5 ms off.
+  # Forwarding only adds (an idle host's median sits 0.6-0.8 ms above the matrix), so the
+  # median may sit 1.5 ms above and 1 ms below.
+  read -r mn med p90 mx < <(ip netns exec "strata-r$i" timeout 20 ping -c 20 -i 0.05 "10.77.0.$((j + 1))" |
+    python3 -c '
+import re,sys; t=sorted(float(m) for m in re.findall(r"time=([0-9.]+) ms", sys.stdin.read()))
+print(*(f"{v:.3f}" for v in (t[0], t[len(t)//2], t[(9*len(t))//10 - 1], t[-1])) if len(t) >= 15 else "0 0 0 0")')
+  verdict "delay $i<->$j" "$mn >= $want - 2.2 and $p90 <= $want + 5 and $want - 1.0 <= $med <= $want + 1.5" \
+    "ping round trip min/median/p90/max $mn/$med/$p90/$mx ms; the matrix says $want ms, each way ±1 ms of jitter"
 done
 # Not one datagram out of order; lost ones within what the loss check below allows where
 # the lab drops nothing (a run on this 2-core machine once lost 52 of ~18000, 0.29%).
