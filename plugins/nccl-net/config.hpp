@@ -23,7 +23,10 @@ enum class IntraPath {
 struct Config {
   std::string region;           // STRATA_REGION: peers in other regions get the striped path
   std::string interfaces;       // STRATA_NET_IF: comma-separated name prefixes ("" = auto)
-  int wan_streams = 4;          // STRATA_WAN_STREAMS (0: from STRATA_WAN_BDP_BYTES, at least 2, else 4)
+  // STRATA_WAN_STREAMS (0: from STRATA_WAN_BDP_BYTES, at least 2, else 4). Every stream
+  // dialled carries stripes: the WAN link's narrowing to two is not applied here, where
+  // NCCL's channels already open several connections per peer.
+  int wan_streams = 4;
   std::size_t stripe_bytes = 512u << 10;  // STRATA_WAN_STRIPE_BYTES
   net::PathTuning tuning;       // STRATA_WAN_CONGESTION, _RTO_MIN_MS, _SOCKET_BUFFER: WAN streams only
   wan::Emulation emulation;     // STRATA_WAN_EMULATE: delay, window and cut are honoured

@@ -54,11 +54,9 @@ wan::WanOptions wan_options() {
   const std::int64_t bdp = config::get(config::wan_bdp_bytes);
   // At least two from the path's BDP: a stream in loss recovery must leave another for the
   // stripes (one stream at 1% loss across 50 ms: 1.83-1.93x the bound, two: 1.13-1.31x).
-  // Four when nothing is known. Which count is best depends on the rate (BENCHMARKS.md,
-  // 2026-12-04): at 1 Gbit/s two streams a peer were best (four cost 20% more system time:
-  // the kernel sends a paced stream's bytes in bursts of a millisecond of its rate, so
-  // every stream costs the hosts and routers about a packet a millisecond), at 150 Mbit/s
-  // four were (1.07-1.09x the bound against 1.15-1.22x).
+  // Four when nothing is known, of which a peer's bytes use two once those carry 250 Mbit/s:
+  // which count is best depends on the rate (BENCHMARKS.md, 2026-12-04; why in
+  // wan/wan_path.cpp's choose_bulk_width). A count asked for is kept whatever the rate.
   if (streams > 0) {
     o.streams = static_cast<int>(streams);
   } else if (bdp > 0) {
@@ -71,6 +69,8 @@ wan::WanOptions wan_options() {
     o.streams = static_cast<int>(std::clamp(std::ceil(double(bdp) / per_stream), 2.0, 16.0));
   } else {
     o.streams = 4;
+    o.narrow_streams = 2;
+    o.narrow_above = 250e6 / 8;
   }
   o.latency_streams = static_cast<int>(config::get(config::wan_latency_streams));
   o.unexpected_bytes = static_cast<std::size_t>(config::get(config::unexpected_bytes));

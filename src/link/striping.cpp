@@ -14,4 +14,11 @@ int pick_stream(std::span<const StreamLoad> streams, std::size_t bytes, std::siz
   return best;
 }
 
+std::size_t next_bulk_width(std::size_t width, std::size_t all, std::size_t narrow, double above, double rate) {
+  if (narrow == 0 || narrow >= all) return all;
+  if (width > narrow && rate >= above) return narrow;
+  if (width <= narrow && rate < above / 2) return all;
+  return width;
+}
+
 }  // namespace strata::link

@@ -19,6 +19,12 @@ inline constexpr int kMaxStreams = 64;
 struct WanOptions {
   net::SocketSettings sockets;  // where it listens, the handshake's deadline
   int streams = 4;  // bulk streams: every message beyond the latency lane's
+  // A peer's bulk bytes start on only `narrow_streams` of them (the rest stay dialled and
+  // idle), go to all `streams` once those carry less than `narrow_above` / 2 bytes/s
+  // together, and back to `narrow_streams` once all carry at least `narrow_above`.
+  // 0: every bulk stream, always.
+  int narrow_streams = 0;
+  double narrow_above = 0;
   // Streams of their own for latency-bound messages (up to latency_bytes()), after the
   // bulk ones, under CUBIC: a small message must not queue behind a bulk stripe in a
   // socket buffer, nor be paced by a BBR that has only seen small messages (it stays in

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/log.hpp"
+#include "link/striping.hpp"
 #include "wan/wan_transport.hpp"
 
 namespace strata::wan {
@@ -42,12 +43,14 @@ void WanTransport::sample_paths(Clock::time_point now) {
       st.retrans = s->retrans_segs;
       st.srtt_s = s->srtt_s;
       st.min_rtt_s = s->min_rtt_s;
+      st.busy_us = s->busy_us;
       if (!s->app_limited && s->delivery_bytes_per_s > 0 &&
           (s->delivery_bytes_per_s >= st.rate || now - st.rate_at > kRateWindow)) {
         st.rate = s->delivery_bytes_per_s;
         st.rate_at = now;
       }
     }
+    choose_bulk_width(static_cast<int>(p), o, now);
   }
   const auto f = compute_path();
   {
@@ -60,6 +63,32 @@ void WanTransport::sample_paths(Clock::time_point now) {
     told_buffers_ = true;
     log::warn("WAN link streams: " + why);
   }
+}
+
+void WanTransport::choose_bulk_width(int peer, Outbound& o, Clock::time_point now) {
+  const auto all = static_cast<std::size_t>(opt_.streams);
+  const auto narrow = static_cast<std::size_t>(std::max(opt_.narrow_streams, 0));
+  if (narrow == 0 || narrow >= all) return;
+  const Lane l = lane(o, kBulk);
+  double rate = 0;
+  for (std::size_t s = l.begin; s < l.end; ++s) {
+    const auto& st = o.streams[s];
+    // Every stream of the lane busy lately, or the sum says less than the path gives; and
+    // busy long enough since the width last changed to have found its share (the probe's
+    // few round trips leave BBR in its start-up at a few Mbit/s).
+    if (st.rate <= 0 || now - st.rate_at > kRateWindow) return;
+    const auto settle_us = static_cast<std::uint64_t>(std::max(0.5, 20 * st.srtt_s) * 1e6);
+    if (st.busy_us < st.busy_at_width + settle_us) return;
+    rate += st.rate;
+  }
+  const std::size_t width = l.end - l.begin;
+  const std::size_t next = link::next_bulk_width(width, all, narrow, opt_.narrow_above, rate);
+  if (next == width) return;
+  o.bulk_width = next;
+  for (std::size_t s = 0; s < all; ++s) o.streams[s].busy_at_width = o.streams[s].busy_us;
+  log::info("WAN link to rank " + std::to_string(peer) + ": " + std::to_string(next) + " of " +
+             std::to_string(all) + " bulk streams (they carried " +
+             std::to_string(std::llround(rate * 8 / 1e6)) + " Mbit/s)");
 }
 
 transport::PathFigures WanTransport::path() const {

@@ -61,12 +61,19 @@ void WanTransport::service_outbound(int peer, Clock::time_point now) {
   schedule(peer);
 }
 
-WanTransport::Lane WanTransport::lane(std::size_t index) const {
-  const auto bulk = static_cast<std::size_t>(opt_.streams);
-  return index == kLatency ? Lane{bulk, bulk + static_cast<std::size_t>(opt_.latency_streams)} : Lane{0, bulk};
+std::vector<std::uint64_t> WanTransport::frames_written(int peer) const {
+  std::vector<std::uint64_t> n;
+  for (const auto& st : out_.at(static_cast<std::size_t>(peer)).streams) n.push_back(st.frames_written);
+  return n;
 }
 
-std::size_t WanTransport::stripe_of(std::size_t bytes) const {
+WanTransport::Lane WanTransport::lane(const Outbound& o, std::size_t index) const {
+  const auto bulk = static_cast<std::size_t>(opt_.streams);
+  if (index == kLatency) return Lane{bulk, bulk + static_cast<std::size_t>(opt_.latency_streams)};
+  return Lane{0, o.bulk_width > 0 ? std::min(o.bulk_width, bulk) : bulk};
+}
+
+std::size_t WanTransport::stripe_of(const Outbound& o, std::size_t bytes) const {
   // A small message is cut over every stream of its lane: a stream whose congestion
   // control paces it (BBR, at the rate the stream has seen so far) sends a few packets at
   // once and the rest a pacing interval apart, so a 16 KiB message on one stream of a path
@@ -75,7 +82,7 @@ std::size_t WanTransport::stripe_of(std::size_t bytes) const {
   // per byte.
   constexpr std::size_t kLeast = 4096, kSmall = 256u << 10;
   if (bytes > kSmall) return opt_.stripe_bytes;
-  const Lane l = lane(lane_of(bytes));
+  const Lane l = lane(o, lane_of(bytes));
   const std::size_t streams = l.end - l.begin;
   return std::clamp((bytes + streams - 1) / streams, kLeast, std::max(kLeast, opt_.stripe_bytes));
 }
@@ -136,7 +143,7 @@ void WanTransport::schedule(int peer) {
   // waiting for a stream (the receiver matches messages in id order whatever their lane).
   for (const std::size_t index : {kLatency, kBulk}) {
     auto& pending = o.pending[index];
-    const Lane streams = lane(index);
+    const Lane streams = lane(o, index);
     loads.resize(streams.end - streams.begin);
     while (!pending.empty()) {
       PendingSend& ps = pending.front();

@@ -36,6 +36,9 @@ WanTransport::WanTransport(int rank, int size, const std::string& bind_host, Wan
   for (auto& i : in_) i.streams.resize(static_cast<std::size_t>(opt_.all_streams()));
   for (auto& o : out_) {
     o.streams.resize(static_cast<std::size_t>(opt_.all_streams()));
+    // Narrow from the start (link::next_bulk_width says why).
+    if (opt_.narrow_streams > 0 && opt_.narrow_streams < opt_.streams)
+      o.bulk_width = static_cast<std::size_t>(opt_.narrow_streams);
     if (rate > 0)
       o.bucket = TokenBucket(rate, std::max<double>(rate * 0.005, double(opt_.stripe_bytes + link::kHeaderBytes)), now);
   }
@@ -67,7 +70,7 @@ RequestPtr WanTransport::isend(int peer, Tag tag, const void* buf, std::size_t b
   auto& out = out_.at(static_cast<std::size_t>(peer));
   auto req = new_request<WanRequest>(peer, tag, buf, bytes, out.failed);
   if (req->done()) return req;
-  req->stripe = stripe_of(bytes);
+  req->stripe = stripe_of(out, bytes);
   req->stripes_left = bytes == 0 ? 1 : (bytes + req->stripe - 1) / req->stripe;
   if (bytes > 0 && worth_owning(out, bytes)) {
     // The link owns the bytes from here: the caller's buffer is free at once.

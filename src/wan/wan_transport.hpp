@@ -92,6 +92,8 @@ class WanTransport : public transport::AsioTransport {
   const WanOptions& options() const { return opt_; }
   // Streams broken and reopened so far (sender side), for tests and logs.
   std::uint64_t reconnects() const { return reconnects_; }
+  // Frames written on each stream to `peer` so far, bulk lane first (as reconnects()).
+  std::vector<std::uint64_t> frames_written(int peer) const;
   transport::TrafficCounters traffic() const override;
   transport::PathFigures path() const override;
 
@@ -132,6 +134,8 @@ class WanTransport : public transport::AsioTransport {
     Clock::time_point rate_at{};
     std::uint64_t segs = 0, retrans = 0;
     double srtt_s = 0, min_rtt_s = 0;
+    // Time it had bytes in flight: in all, and when its peer's bulk width last changed.
+    std::uint64_t busy_us = 0, busy_at_width = 0;
   };
   struct PendingSend {
     ReqPtr req;
@@ -153,6 +157,9 @@ class WanTransport : public transport::AsioTransport {
     // yet): the path's round trip without the queue of this rank's own bytes, which is
     // what a send that waits for its acknowledgement pays beyond its bytes.
     std::chrono::nanoseconds min_rtt{0};
+    // How many of the bulk streams this peer's stripes go to (0: all), chosen from the
+    // rate they carry (choose_bulk_width).
+    std::size_t bulk_width = 0;
 
     bool has_pending() const { return !pending[0].empty() || !pending[1].empty(); }
     void fail_pending(const std::string& why) {
@@ -167,6 +174,9 @@ class WanTransport : public transport::AsioTransport {
   // Reads its busy streams' TCP_INFO every kSampleEvery and publishes what path() tells.
   void sample_paths(Clock::time_point now);
   transport::PathFigures compute_path() const;
+  // Narrows a peer's bulk lane to options().narrow_streams while it carries
+  // options().narrow_above, widens it again below half of that.
+  void choose_bulk_width(int peer, Outbound& o, Clock::time_point now);
   // Sets a stream's TCP up (net::tune_path), a latency stream's with its own congestion
   // control, telling once what the kernel refused.
   void tune(int fd, bool latency = false);
@@ -230,19 +240,20 @@ class WanTransport : public transport::AsioTransport {
   // peer's send buffer and cost less than the round trip it saves.
   bool worth_owning(const Outbound& o, std::size_t bytes) const;
   // The streams a message of `bytes` travels on, [begin, end) of Outbound::streams: the
-  // latency lane up to options().latency_bytes(), the bulk lane beyond.
+  // latency lane up to options().latency_bytes(), the bulk lane beyond (its first
+  // Outbound::bulk_width streams).
   static constexpr std::size_t kBulk = 0, kLatency = 1;
   struct Lane {
     std::size_t begin = 0, end = 0;
   };
-  Lane lane(std::size_t index) const;
+  Lane lane(const Outbound& o, std::size_t index) const;
   std::size_t lane_of(std::size_t bytes) const {
     return opt_.latency_streams > 0 && bytes <= opt_.latency_bytes() ? kLatency : kBulk;
   }
   std::size_t lane_of_stream(std::size_t s) const { return s < static_cast<std::size_t>(opt_.streams) ? kBulk : kLatency; }
   // The stripe length of a message of `bytes`: up to 256 KiB spread over every stream of
   // its lane (at least 4 KiB a stripe), larger ones in options().stripe_bytes.
-  std::size_t stripe_of(std::size_t bytes) const;
+  std::size_t stripe_of(const Outbound& o, std::size_t bytes) const;
   // Before closing: waits, at most `limit`, until every frame written (a completed send's
   // copy or not) is acknowledged, giving up on a peer whose streams break or who left.
   void drain_owned(std::chrono::milliseconds limit);

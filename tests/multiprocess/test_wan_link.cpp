@@ -18,6 +18,7 @@
 #include "bootstrap/file_store.hpp"
 #include "collectives/patterns.hpp"
 #include "core/fingerprint.hpp"
+#include "core/link_settings.hpp"
 #include "fork_ranks.hpp"
 #include "strata/strata.hpp"
 #include "temp_dir.hpp"
@@ -196,6 +197,51 @@ TEST(WanLink, MoreStreamsBeatOneUnderDelay) {
   });
   EXPECT_EQ(test::failures(rs), "");
   std::cout << rs[0].output;
+}
+
+// A lane narrowed to two of four bulk streams writes only on those two (and its latency
+// lane); without narrowing every bulk stream takes stripes. Bytes arrive exact either way.
+TEST(WanLink, ANarrowedBulkLaneLeavesTheOtherStreamsIdle) {
+  TempDir dir;
+  constexpr std::size_t kBytes = (8u << 20) + 3;
+  const auto rs = test::fork_ranks(2, kChildTimeout, [&](int rank) {
+    auto base = std::make_shared<bootstrap::FileStore>(dir.path());
+    for (const int narrow : {2, 0}) {
+      WanOptions opt;
+      opt.streams = 4;
+      opt.stripe_bytes = 64u << 10;
+      opt.narrow_streams = narrow;
+      opt.narrow_above = 1;  // any rate keeps it narrow
+      const std::string name = "narrow" + std::to_string(narrow);
+      bootstrap::PrefixStore store(base, name + "/");
+      auto t = make_wan_transport(rank, 2, store, Clock::now() + 10s, opt);
+      one_way_seconds(*t, store, kBytes, name);
+      if (rank != 0) continue;
+      const auto frames = dynamic_cast<WanTransport&>(*t).frames_written(1);
+      require(frames.size() == 6, name + ": expected 4 bulk and 2 latency streams");
+      const std::uint64_t idle = frames[2] + frames[3];
+      require(frames[0] > 0 && frames[1] > 0, name + ": a stream of the narrowed lane carried nothing");
+      if (narrow) require(idle == 0, name + ": " + std::to_string(idle) + " frames on streams set aside");
+      else require(frames[2] > 0 && frames[3] > 0, name + ": a bulk stream carried nothing");
+    }
+  });
+  EXPECT_EQ(test::failures(rs), "");
+}
+
+// The library's own settings: four bulk streams narrowed to two when nothing is said, the
+// count asked for (STRATA_WAN_STREAMS) kept as it is.
+TEST(WanLink, TheDefaultLaneNarrowsAndAnAskedCountIsKept) {
+  ::unsetenv("STRATA_WAN_STREAMS");
+  ::unsetenv("STRATA_WAN_BDP_BYTES");
+  const WanOptions def = detail::wan_options();
+  EXPECT_EQ(def.streams, 4);
+  EXPECT_EQ(def.narrow_streams, 2);
+  EXPECT_GT(def.narrow_above, 0);
+  ::setenv("STRATA_WAN_STREAMS", "3", 1);
+  const WanOptions asked = detail::wan_options();
+  ::unsetenv("STRATA_WAN_STREAMS");
+  EXPECT_EQ(asked.streams, 3);
+  EXPECT_EQ(asked.narrow_streams, 0);
 }
 
 // Loopback figures without emulation, printed for the record (no assertion: loopback

@@ -109,6 +109,22 @@ TEST(Striping, PicksTheLeastLoadedReadyStream) {
   EXPECT_EQ(pick_stream(std::vector<StreamLoad>{}, 1, kWin), -1);
 }
 
+TEST(Striping, BulkWidthNarrowsOnAFastPathAndWidensOnASlowOne) {
+  constexpr double kAbove = 250e6 / 8;  // bytes/s
+  // Two of four carrying 300 Mbit/s stay two; under 125 Mbit/s they take all four.
+  EXPECT_EQ(next_bulk_width(2, 4, 2, kAbove, 300e6 / 8), 2u);
+  EXPECT_EQ(next_bulk_width(2, 4, 2, kAbove, 130e6 / 8), 2u);  // between the thresholds: kept
+  EXPECT_EQ(next_bulk_width(2, 4, 2, kAbove, 120e6 / 8), 4u);
+  // Four carrying 250 Mbit/s go back to two; less, and they stay four.
+  EXPECT_EQ(next_bulk_width(4, 4, 2, kAbove, 250e6 / 8), 2u);
+  EXPECT_EQ(next_bulk_width(4, 4, 2, kAbove, 200e6 / 8), 4u);
+  EXPECT_EQ(next_bulk_width(4, 4, 2, kAbove, 100e6 / 8), 4u);
+  // No narrowing asked for, or nothing to narrow: every stream.
+  EXPECT_EQ(next_bulk_width(2, 4, 0, kAbove, 900e6 / 8), 4u);
+  EXPECT_EQ(next_bulk_width(2, 2, 2, kAbove, 900e6 / 8), 2u);
+  EXPECT_EQ(next_bulk_width(1, 2, 3, kAbove, 10e6 / 8), 2u);
+}
+
 TEST(Striping, SlowStreamGetsFewerStripes) {
   // Stream 0 acknowledges everything at once, stream 1 never: stream 1 fills its window
   // and every further stripe goes to stream 0.
